@@ -1,0 +1,44 @@
+# The course's entry points. `make lab` opens the course; `make test` runs every test.
+# Both build the environment (.venv, and apt packages as root) when it is missing.
+SHELL := /bin/bash
+VENV := .venv
+BIN := $(VENV)/bin
+export PATH := $(abspath $(BIN)):$(PATH)
+PORT ?= 8888
+UNIT ?=
+SUBMISSIONS ?=
+ROSTER ?=
+OUT ?= build/grades
+WORKERS ?=
+
+.PHONY: setup lab test release grade bench clean
+
+setup:
+	@bash tools/setup.sh
+
+## Open the student release in JupyterLab on 127.0.0.1.
+lab: setup
+	@$(BIN)/python -m autograder.release --if-stale
+	@echo "Starting JupyterLab on course/ — open the URL printed below (127.0.0.1:$(PORT))."
+	@$(BIN)/jupyter lab --no-browser --ip=127.0.0.1 --port=$(PORT) --notebook-dir=course \
+		$$( [ "$$(id -u)" = 0 ] && echo --ServerApp.allow_root=True )
+
+## Run the whole test suite (library, notebooks, grader, browser).
+test: setup
+	@$(BIN)/python -m pytest -n $${TEST_WORKERS:-2} --dist loadgroup $(PYTEST_ARGS)
+
+## Rebuild course/ (the student release) from solutions/.
+release: setup
+	@$(BIN)/python -m autograder.release $(if $(UNIT),--unit $(UNIT))
+
+## Autograde a folder of submissions: make grade UNIT=01_graphs_ir SUBMISSIONS=path [ROSTER=roster.csv] [OUT=dir]
+grade: setup
+	@$(BIN)/python -m autograder.grade --unit "$(UNIT)" --submissions "$(SUBMISSIONS)" \
+		$(if $(ROSTER),--roster "$(ROSTER)") --out "$(OUT)" $(if $(WORKERS),--workers $(WORKERS))
+
+## Run the benchmarks (prints ratio tables).
+bench: setup
+	@for b in benchmarks/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+clean:
+	rm -rf build .pytest_cache
