@@ -1,0 +1,12 @@
+"""Helpers that test cells call: comparisons that check type, shape, dtype and value, with messages that say what is wrong.
+
+Depends on numpy only, so the grader can trust it. A wrong answer raises GradingError (an AssertionError);
+a mistake in the checking code itself raises HarnessError, so the two are never confused.
+"""
+from .arrays import check_array, check_close
+from .checks import check_raises, check_true
+from .errors import GradingError, HarnessError, is_harness_error
+from .structural import check_equal
+
+__all__ = ["GradingError", "HarnessError", "is_harness_error", "check_array", "check_close", "check_equal",
+           "check_true", "check_raises"]
