@@ -1,10 +1,13 @@
 """Unit 01: the graph IR — typed SSA values, nodes, graphs, the op registry, verifier, text form,
 ONNX import/export, the interpreter and the linearized (execution-order) view."""
 from .graph import Graph, GraphError, Node
-from .ops import OPS, OpDef, UnsupportedOpError, get_op, infer_node, infer_shapes, register_op
+from .ops import (
+    ONNX_CODES, ONNX_DTYPES, OPS, OpDef, UnsupportedOpError, constant_value, get_op, infer_node, infer_shapes,
+    register_op,
+)
 from .types import DTYPES, LAYOUTS, TensorType, dtype_name
 
 __all__ = [
-    "DTYPES", "LAYOUTS", "Graph", "GraphError", "Node", "OPS", "OpDef", "TensorType",
-    "UnsupportedOpError", "dtype_name", "get_op", "infer_node", "infer_shapes", "register_op",
+    "DTYPES", "LAYOUTS", "Graph", "GraphError", "Node", "ONNX_CODES", "ONNX_DTYPES", "OPS", "OpDef", "TensorType",
+    "UnsupportedOpError", "constant_value", "dtype_name", "get_op", "infer_node", "infer_shapes", "register_op",
 ]

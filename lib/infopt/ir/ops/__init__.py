@@ -1,4 +1,11 @@
 """The op registry and the ops the IR knows (importing this package registers them all)."""
-from .registry import OPS, OpDef, UnsupportedOpError, get_op, infer_node, infer_shapes, register_op
+from . import elementwise, linalg, nn, normalization, reduce, tensor  # noqa: F401  (register the ops)
+from ._util import ONNX_CODES, ONNX_DTYPES, broadcast_shapes
+from .registry import (
+    OPS, OpDef, UnsupportedOpError, constant_value, get_op, infer_node, infer_shapes, register_op,
+)
 
-__all__ = ["OPS", "OpDef", "UnsupportedOpError", "get_op", "infer_node", "infer_shapes", "register_op"]
+__all__ = [
+    "ONNX_CODES", "ONNX_DTYPES", "OPS", "OpDef", "UnsupportedOpError", "broadcast_shapes", "constant_value",
+    "get_op", "infer_node", "infer_shapes", "register_op",
+]

@@ -2,6 +2,12 @@
 
 Ops follow ONNX semantics and attribute names (opset 17), so ONNX import and export are direct.
 Other layers register their own ops here too (for example the fused ops of ``infopt.passes``).
+
+Shape-like inputs (Reshape's ``shape``, Slice's ``starts``...) must be known when types are inferred.
+An op that needs them lists their positions in ``OpDef.const_inputs``; its ``infer`` is then called as
+``infer(input_types, attrs, consts)`` where ``consts[i]`` is the VALUE of input i (a numpy array) when it
+is a constant (an initializer, a Constant node, or a small computation on constants and static shapes,
+see ``constant_value``), else None. Ops without ``const_inputs`` keep the two-argument ``infer``.
 """
 from __future__ import annotations
 
@@ -38,6 +44,8 @@ class OpDef:
     commutative: bool = False
     elementwise: bool = False
     doc: str = ""
+    const_inputs: tuple[int, ...] = ()  # input positions whose values infer needs: infer(types, attrs, consts)
+    num_outputs: tuple[int, int] | None = None  # (min, max) count of outputs; None: whatever infer returns
 
 
 OPS: dict[str, OpDef] = {}
@@ -61,17 +69,83 @@ def get_op(op: str, node: Node | None = None) -> OpDef:
         ) from None
 
 
-def infer_node(graph: Graph, node: Node) -> list[TensorType]:
-    """Infer the output types of ``node`` from the types of its inputs in ``graph``."""
+# Ops cheap enough to evaluate while inferring types, when all their inputs are known constants
+# (the Shape -> Gather -> Concat -> Reshape chains that exporters emit).
+_FOLDABLE = {
+    "Constant", "Shape", "Gather", "Concat", "Unsqueeze", "Squeeze", "Cast", "Slice", "Add", "Sub", "Mul",
+    "Div", "Equal", "Where", "Identity", "Reshape", "Max", "Min", "Neg", "ReduceProd", "Range",
+}
+_MAX_FOLD_ELEMENTS = 4096
+
+
+def constant_value(graph: Graph, name: str, _depth: int = 0) -> np.ndarray | None:
+    """The value of ``name`` if it is known before running the graph, else None.
+
+    Known: initializers, Constant nodes, Shape of a statically typed value, and small foldable ops
+    (Gather, Concat, Unsqueeze, Cast...) whose inputs are all known. Used by shape inference.
+    """
+    if not name:
+        return None
+    if name in graph.initializers:
+        return np.asarray(graph.initializers[name])
+    if _depth > 64:
+        return None
+    node = next((n for n in graph.nodes if name in n.outputs), None)
+    if node is None or node.op not in _FOLDABLE or node.op not in OPS:
+        return None
+    if node.op == "Shape":
+        t = graph.types.get(node.inputs[0]) if node.inputs else None
+        if t is None:
+            return None
+        shape = np.array(t.shape, dtype=np.int64)
+        start, end = node.attrs.get("start", 0), node.attrs.get("end", None)
+        return shape[start:end]
+    vals = []
+    for i in node.inputs:
+        v = constant_value(graph, i, _depth + 1) if i else None
+        if i and (v is None or v.size > _MAX_FOLD_ELEMENTS):
+            return None
+        vals.append(v)
+    try:
+        outs = OPS[node.op].compute(vals, node.attrs)
+    except Exception:  # folding is best effort: inference reports the real problem
+        return None
+    out = np.asarray(outs[node.outputs.index(name)])
+    return out if out.size <= _MAX_FOLD_ELEMENTS else None
+
+
+def infer_node(
+    graph: Graph, node: Node, consts: Sequence[np.ndarray | None] | None = None
+) -> list[TensorType]:
+    """Infer the output types of ``node`` from the types of its inputs in ``graph``.
+
+    For ops with ``const_inputs``, ``consts`` may give the input values (one per input, None where
+    unknown); by default they are looked up in the graph with ``constant_value``.
+    """
     opdef = get_op(node.op, node)
     lo, hi = opdef.num_inputs
     if not lo <= len(node.inputs) <= hi:
         raise GraphError(
             f"node {node.label}: {node.op} takes {lo}..{hi} inputs, got {len(node.inputs)} ({node.inputs})"
         )
+    if opdef.num_outputs is not None:
+        olo, ohi = opdef.num_outputs
+        if not olo <= len(node.outputs) <= ohi:
+            raise GraphError(
+                f"node {node.label}: {node.op} defines {olo}..{ohi} outputs, the node lists {len(node.outputs)} "
+                f"({node.outputs})"
+            )
     in_types = [graph.type_of(i) if i else None for i in node.inputs]
     try:
-        out = opdef.infer(in_types, node.attrs)
+        if opdef.const_inputs:
+            if consts is None:
+                consts = [
+                    constant_value(graph, name) if k in opdef.const_inputs else None
+                    for k, name in enumerate(node.inputs)
+                ]
+            out = opdef.infer(in_types, node.attrs, list(consts))
+        else:
+            out = opdef.infer(in_types, node.attrs)
     except GraphError as e:
         raise GraphError(f"node {node.label} ({node.op}): {e}") from None
     except (ValueError, IndexError, KeyError, TypeError) as e:
@@ -79,6 +153,8 @@ def infer_node(graph: Graph, node: Node) -> list[TensorType]:
             f"node {node.label} ({node.op}): cannot infer output types from inputs "
             f"{[str(t) for t in in_types]} and attributes {node.attrs}: {e}"
         ) from None
+    if opdef.num_outputs is not None:
+        out = out[: len(node.outputs)]  # ops with optional trailing outputs
     if len(out) != len(node.outputs):
         raise GraphError(f"node {node.label}: {node.op} defines {len(out)} outputs but the node lists {len(node.outputs)}")
     return out

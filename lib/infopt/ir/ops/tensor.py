@@ -1,0 +1,285 @@
+"""Data-movement ops: Reshape, Flatten, Transpose, Concat, Squeeze/Unsqueeze, Slice, Gather, Shape,
+Identity, Dropout (inference) and Constant."""
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..graph import GraphError
+from ..types import TensorType
+from ._util import ints, need_const, norm_axis, same_dtype
+from .registry import OpDef, register_op
+
+
+def _identity_infer(types: Sequence[TensorType | None], attrs: dict[str, Any]) -> list[TensorType]:
+    return [types[0]]
+
+
+register_op(OpDef("Identity", _identity_infer, lambda xs, a: [xs[0]], (1, 1), elementwise=True, doc="y = x"))
+
+
+def _dropout_infer(types: Sequence[TensorType | None], attrs: dict[str, Any]) -> list[TensorType]:
+    x = types[0]
+    return [x, TensorType(x.shape, "bool", x.layout)]
+
+
+def _dropout(xs: Sequence[np.ndarray | None], attrs: dict[str, Any]) -> list[np.ndarray]:
+    if len(xs) > 2 and xs[2] is not None and bool(np.asarray(xs[2])):
+        raise GraphError("Dropout: training_mode=True is not supported (inference only)")
+    return [xs[0], np.ones(xs[0].shape, dtype=bool)]
+
+
+register_op(OpDef("Dropout", _dropout_infer, _dropout, (1, 3), num_outputs=(1, 2),
+                  doc="inference: output = data, mask = all True"))
+
+
+# ----- Constant -----------------------------------------------------------------------------
+def constant_attr_value(attrs: dict[str, Any]) -> np.ndarray:
+    """The tensor a Constant node holds (attribute value, value_float(s) or value_int(s))."""
+    given = [k for k in ("value", "value_float", "value_floats", "value_int", "value_ints") if k in attrs]
+    if len(given) != 1:
+        raise GraphError(f"Constant: needs exactly one of value, value_float(s), value_int(s); got {given or 'none'}")
+    k = given[0]
+    v = attrs[k]
+    if k == "value":
+        return np.asarray(v)
+    return np.asarray(v, dtype=np.float32 if "float" in k else np.int64)
+
+
+register_op(OpDef(
+    "Constant", lambda types, attrs: [TensorType.of(constant_attr_value(attrs))],
+    lambda xs, a: [constant_attr_value(a)], (0, 0), doc="a tensor held in the 'value' attribute"))
+
+
+# ----- Reshape / Flatten / Transpose ---------------------------------------------------------
+def reshape_shape(in_shape: Sequence[int], shape: Sequence[int], allowzero: bool = False) -> tuple[int, ...]:
+    """ONNX Reshape's target: 0 copies the input dim (unless allowzero), one -1 is inferred."""
+    shape = [int(s) for s in shape]
+    out = []
+    for k, s in enumerate(shape):
+        if s == 0 and not allowzero:
+            if k >= len(in_shape):
+                raise GraphError(f"Reshape: shape {shape} has 0 at position {k} but the input {tuple(in_shape)} "
+                                 f"has only {len(in_shape)} dims to copy from")
+            s = in_shape[k]
+        out.append(s)
+    total = math.prod(in_shape)
+    if out.count(-1) > 1:
+        raise GraphError(f"Reshape: shape {shape} has more than one -1")
+    if any(s < -1 for s in out):
+        raise GraphError(f"Reshape: shape {shape} has a negative entry other than -1")
+    if -1 in out:
+        known = math.prod(s for s in out if s != -1)
+        if known == 0 or total % known:
+            raise GraphError(f"Reshape: cannot infer the -1 in {shape}: {total} elements of input "
+                             f"{tuple(in_shape)} do not divide by {known}")
+        out[out.index(-1)] = total // known
+    if math.prod(out) != total:
+        raise GraphError(f"Reshape: cannot reshape {tuple(in_shape)} ({total} elements) to {tuple(out)} "
+                         f"({math.prod(out)} elements)")
+    return tuple(out)
+
+
+def _reshape_infer(types: Sequence[TensorType | None], attrs: dict[str, Any], consts: list) -> list[TensorType]:
+    shape = need_const("Reshape", consts, 1, "shape")
+    return [TensorType(reshape_shape(types[0].shape, ints(shape), bool(attrs.get("allowzero", 0))), types[0].dtype)]
+
+
+register_op(OpDef(
+    "Reshape", _reshape_infer,
+    lambda xs, a: [xs[0].reshape(reshape_shape(xs[0].shape, ints(xs[1]), bool(a.get("allowzero", 0))))],
+    (2, 2), const_inputs=(1,), doc="reshape to a constant shape (0 copies a dim, -1 is inferred)"))
+
+
+def _flatten_shape(shape: tuple[int, ...], attrs: dict[str, Any]) -> tuple[int, int]:
+    axis = int(attrs.get("axis", 1))
+    if not -len(shape) <= axis <= len(shape):
+        raise GraphError(f"Flatten: axis {axis} out of range for a rank-{len(shape)} input")
+    axis = axis + len(shape) if axis < 0 else axis
+    return (math.prod(shape[:axis]), math.prod(shape[axis:]))
+
+
+register_op(OpDef(
+    "Flatten", lambda t, a: [TensorType(_flatten_shape(t[0].shape, a), t[0].dtype)],
+    lambda xs, a: [xs[0].reshape(_flatten_shape(xs[0].shape, a))], (1, 1),
+    doc="to 2-D: (prod(dims before axis), prod(dims from axis))"))
+
+_LAYOUT_PERMS = {("NCHW", (0, 2, 3, 1)): "NHWC", ("NHWC", (0, 3, 1, 2)): "NCHW"}
+
+
+def _perm(rank: int, attrs: dict[str, Any]) -> tuple[int, ...]:
+    perm = tuple(ints(attrs["perm"])) if "perm" in attrs else tuple(range(rank))[::-1]
+    if sorted(perm) != list(range(rank)):
+        raise GraphError(f"Transpose: perm {list(perm)} is not a permutation of 0..{rank - 1}")
+    return perm
+
+
+def _transpose_infer(types: Sequence[TensorType | None], attrs: dict[str, Any]) -> list[TensorType]:
+    x = types[0]
+    perm = _perm(x.rank, attrs)
+    layout = _LAYOUT_PERMS.get((x.layout, perm)) if x.layout else None
+    return [TensorType(tuple(x.shape[p] for p in perm), x.dtype, layout)]
+
+
+register_op(OpDef("Transpose", _transpose_infer, lambda xs, a: [np.transpose(xs[0], _perm(xs[0].ndim, a))],
+                  (1, 1), doc="permute dims (default: reverse); NCHW->NHWC by perm [0,2,3,1] retags the layout"))
+
+
+# ----- Concat --------------------------------------------------------------------------------
+def _concat_infer(types: Sequence[TensorType | None], attrs: dict[str, Any]) -> list[TensorType]:
+    if "axis" not in attrs:
+        raise GraphError("Concat: attribute axis is required")
+    dt = same_dtype("Concat", types)
+    first = types[0]
+    axis = norm_axis("Concat", attrs["axis"], first.rank)
+    for k, t in enumerate(types[1:], 1):
+        if t.rank != first.rank or any(a != b for d, (a, b) in enumerate(zip(t.shape, first.shape)) if d != axis):
+            raise GraphError(f"Concat: input {k} has shape {t.shape} but input 0 has {first.shape}; they may "
+                             f"differ only in dim {axis}")
+    shape = list(first.shape)
+    shape[axis] = sum(t.shape[axis] for t in types)
+    layouts = {t.layout for t in types}
+    return [TensorType(tuple(shape), dt, layouts.pop() if len(layouts) == 1 else None)]
+
+
+register_op(OpDef("Concat", _concat_infer, lambda xs, a: [np.concatenate(xs, axis=int(a["axis"]))],
+                  (1, 1 << 30), doc="join along an existing axis"))
+
+
+# ----- Squeeze / Unsqueeze --------------------------------------------------------------------
+def _axes_arg(op: str, values: Sequence[Any], attrs: dict[str, Any]) -> list[int] | None:
+    """Axes from input 1 (opset >= 13; a value, or None when absent) or the 'axes' attribute (older)."""
+    if len(values) > 1 and values[1] is not None:
+        return ints(values[1])
+    if "axes" in attrs:
+        return ints(attrs["axes"])
+    return None
+
+
+def unsqueeze_shape(shape: Sequence[int], axes: Sequence[int]) -> tuple[int, ...]:
+    """The shape after inserting size-1 dims at ``axes`` (positions in the output)."""
+    rank = len(shape) + len(axes)
+    pos = [norm_axis("Unsqueeze", a, rank) for a in axes]
+    if len(set(pos)) != len(pos):
+        raise GraphError(f"Unsqueeze: repeated axis in {list(axes)}")
+    it = iter(shape)
+    return tuple(1 if k in pos else next(it) for k in range(rank))
+
+
+def squeeze_shape(shape: Sequence[int], axes: Sequence[int] | None) -> tuple[int, ...]:
+    """The shape after removing the size-1 dims at ``axes`` (all size-1 dims when None)."""
+    if axes is None:
+        return tuple(d for d in shape if d != 1)
+    pos = [norm_axis("Squeeze", a, len(shape)) for a in axes]
+    for a in pos:
+        if shape[a] != 1:
+            raise GraphError(f"Squeeze: dim {a} of shape {tuple(shape)} has size {shape[a]}, not 1")
+    return tuple(d for k, d in enumerate(shape) if k not in pos)
+
+
+def _unsqueeze_infer(types: Sequence[TensorType | None], attrs: dict[str, Any], consts: list) -> list[TensorType]:
+    if len(types) > 1 and types[1] is not None:
+        need_const("Unsqueeze", consts, 1, "axes")
+    axes = _axes_arg("Unsqueeze", consts, attrs)
+    if axes is None:
+        raise GraphError("Unsqueeze: axes must be given as a constant input (or attribute 'axes' before opset 13)")
+    return [TensorType(unsqueeze_shape(types[0].shape, axes), types[0].dtype)]
+
+
+def _squeeze_infer(types: Sequence[TensorType | None], attrs: dict[str, Any], consts: list) -> list[TensorType]:
+    if len(types) > 1 and types[1] is not None:
+        need_const("Squeeze", consts, 1, "axes")
+    return [TensorType(squeeze_shape(types[0].shape, _axes_arg("Squeeze", consts, attrs)), types[0].dtype)]
+
+
+register_op(OpDef(
+    "Unsqueeze", _unsqueeze_infer,
+    lambda xs, a: [xs[0].reshape(unsqueeze_shape(xs[0].shape, _axes_arg("Unsqueeze", xs, a)))],
+    (1, 2), const_inputs=(1,), doc="insert size-1 dims at the given axes (of the output)"))
+register_op(OpDef(
+    "Squeeze", _squeeze_infer,
+    lambda xs, a: [xs[0].reshape(squeeze_shape(xs[0].shape, _axes_arg("Squeeze", xs, a)))],
+    (1, 2), const_inputs=(1,), doc="remove size-1 dims (the given axes, or all)"))
+
+
+# ----- Shape / Gather / Slice ----------------------------------------------------------------
+def _shape_slice(rank: int, attrs: dict[str, Any]) -> slice:
+    return slice(attrs.get("start", 0), attrs.get("end", None))
+
+
+register_op(OpDef(
+    "Shape", lambda t, a: [TensorType((len(range(rank := t[0].rank)[_shape_slice(rank, a)]),), "i64")],
+    lambda xs, a: [np.array(xs[0].shape, dtype=np.int64)[_shape_slice(xs[0].ndim, a)]], (1, 1),
+    doc="the input's shape as an i64 vector (start/end attrs select a part)"))
+
+
+def _gather_infer(types: Sequence[TensorType | None], attrs: dict[str, Any]) -> list[TensorType]:
+    data, idx = types
+    if idx.dtype not in ("i32", "i64"):
+        raise GraphError(f"Gather: indices must be i32 or i64, got {idx.dtype}")
+    axis = norm_axis("Gather", attrs.get("axis", 0), data.rank)
+    return [TensorType(data.shape[:axis] + idx.shape + data.shape[axis + 1:], data.dtype)]
+
+
+def _gather(xs: Sequence[np.ndarray], attrs: dict[str, Any]) -> list[np.ndarray]:
+    data, idx = xs
+    axis = norm_axis("Gather", attrs.get("axis", 0), data.ndim)
+    n = data.shape[axis]
+    if idx.size and (idx.min() < -n or idx.max() >= n):
+        raise IndexError(f"Gather: index out of range [-{n}, {n - 1}] on axis {axis}: {idx.min()}..{idx.max()}")
+    return [np.take(data, np.where(idx < 0, idx + n, idx), axis=axis)]
+
+
+register_op(OpDef("Gather", _gather_infer, _gather, (2, 2), doc="take entries along 'axis' (negative indices wrap)"))
+
+
+def slice_ranges(shape: Sequence[int], starts: Sequence[int], ends: Sequence[int], axes: Sequence[int] | None,
+                 steps: Sequence[int] | None) -> tuple[slice, ...]:
+    """ONNX Slice's clamping rules as one Python slice per dim."""
+    rank = len(shape)
+    axes = list(range(len(starts))) if axes is None else [norm_axis("Slice", a, rank) for a in axes]
+    steps = [1] * len(starts) if steps is None else list(steps)
+    if not len(starts) == len(ends) == len(axes) == len(steps):
+        raise GraphError(f"Slice: starts {list(starts)}, ends {list(ends)}, axes {axes} and steps {steps} "
+                         "must have the same length")
+    if len(set(axes)) != len(axes):
+        raise GraphError(f"Slice: repeated axis in {axes}")
+    out = [slice(None)] * rank
+    for s, e, a, st in zip(starts, ends, axes, steps):
+        d = shape[a]
+        if st == 0:
+            raise GraphError(f"Slice: step 0 on axis {a}")
+        s = s + d if s < 0 else s
+        e = e + d if e < 0 else e
+        if st > 0:
+            s, e = min(max(s, 0), d), min(max(e, 0), d)
+        else:
+            s, e = min(max(s, 0), d - 1), min(max(e, -1), d - 1)
+        out[a] = slice(s, None if e < 0 else e, st)
+    return tuple(out)
+
+
+def _slice_args(vals: Sequence[Any]) -> tuple:
+    get = lambda k: ints(vals[k]) if len(vals) > k and vals[k] is not None else None  # noqa: E731
+    return get(1), get(2), get(3), get(4)
+
+
+def _slice_infer(types: Sequence[TensorType | None], attrs: dict[str, Any], consts: list) -> list[TensorType]:
+    for k, what in ((1, "starts"), (2, "ends"), (3, "axes"), (4, "steps")):
+        if k < len(types) and types[k] is not None:
+            need_const("Slice", consts, k, what)
+    x = types[0]
+    starts, ends, axes, steps = _slice_args(consts)
+    sl = slice_ranges(x.shape, starts, ends, axes, steps)
+    return [TensorType(tuple(len(range(d)[s]) for d, s in zip(x.shape, sl)), x.dtype)]
+
+
+def _slice(xs: Sequence[np.ndarray | None], attrs: dict[str, Any]) -> list[np.ndarray]:
+    starts, ends, axes, steps = _slice_args(xs)
+    return [np.ascontiguousarray(xs[0][slice_ranges(xs[0].shape, starts, ends, axes, steps)])]
+
+
+register_op(OpDef("Slice", _slice_infer, _slice, (3, 5), const_inputs=(1, 2, 3, 4),
+                  doc="data[starts:ends:steps] on the given axes (constant inputs, ONNX clamping)"))
