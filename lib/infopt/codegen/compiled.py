@@ -1,0 +1,125 @@
+"""A compiled kernel: JIT-compiled machine code called on numpy arrays through ctypes, without copies."""
+from __future__ import annotations
+
+import ctypes
+from typing import Sequence
+
+import numpy as np
+
+from ..ir.types import DTYPES
+from .emit import emit_llvm, parallel_loop
+from .kernel_ir import Kernel, KernelError
+from .llvm_jit import JitModule, jit
+
+
+class CompiledKernel:
+    """A kernel compiled for the host: call it with one numpy array per non-temp buffer (in kernel order).
+
+    The arrays are passed by pointer (no copies); each must match its buffer's shape and dtype, be
+    C-contiguous, and outputs must be writeable and not overlap other arguments. Temp buffers are
+    allocated per call. ``threads`` splits a top-level ``parallel`` loop across threads
+    (ctypes releases the GIL during the call).
+    """
+
+    def __init__(self, kernel: Kernel, opt: int = 3, passes: Sequence[str] | None = None, **pipeline: bool) -> None:
+        self.kernel = kernel
+        self.ir = emit_llvm(kernel)
+        self.jit: JitModule = jit(self.ir, opt, passes, **pipeline)
+        self.par = parallel_loop(kernel)
+        argtypes = [ctypes.c_void_p] * len(kernel.buffers)
+        if self.par is not None:
+            argtypes += [ctypes.c_int64, ctypes.c_int64]
+        self.cfunc = self.jit.cfunc(kernel.name, None, *argtypes)
+        self.user_buffers = [b for b in kernel.buffers if b.role != "temp"]
+
+    @property
+    def optimized_ir(self) -> str:
+        """The LLVM IR after optimization."""
+        return self.jit.ir
+
+    def asm(self) -> str:
+        """The host assembly of the optimized kernel."""
+        from .llvm_jit import emit_asm
+
+        return emit_asm(self.jit.ir)
+
+    def _check(self, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
+        k = self.kernel
+        if len(arrays) == len(k.buffers):
+            bufs = list(k.buffers)
+        elif len(arrays) == len(self.user_buffers):
+            bufs = self.user_buffers
+        else:
+            raise TypeError(f"kernel {k.name} takes {len(self.user_buffers)} arrays "
+                            f"({', '.join(b.name for b in self.user_buffers)}), got {len(arrays)}")
+        for b, a in zip(bufs, arrays):
+            if not isinstance(a, np.ndarray):
+                raise TypeError(f"kernel {k.name}: argument {b.name} must be a numpy array, got {type(a).__name__}")
+            if a.dtype != DTYPES[b.dtype] or a.shape != b.shape:
+                raise ValueError(f"kernel {k.name}: argument {b.name} must be {b.dtype}{list(b.shape)}, "
+                                 f"got {a.dtype}{list(a.shape)}")
+            if not a.flags.c_contiguous:
+                raise ValueError(f"kernel {k.name}: argument {b.name} must be C-contiguous; pass np.ascontiguousarray(x)")
+            if b.role in ("out", "inout") and not a.flags.writeable:
+                raise ValueError(f"kernel {k.name}: output {b.name} is read-only")
+        for i, (b, a) in enumerate(zip(bufs, arrays)):
+            if b.role in ("out", "inout"):
+                for j, c in enumerate(arrays):
+                    if j != i and np.may_share_memory(a, c):
+                        raise ValueError(f"kernel {k.name}: output {b.name} overlaps argument {bufs[j].name}; "
+                                         "kernels assume buffers do not alias (noalias)")
+        return list(arrays)
+
+    def __call__(self, *arrays: np.ndarray, threads: int = 1) -> None:
+        """Run the kernel in place on the given arrays."""
+        arrays = self._check(arrays)
+        full = len(arrays) == len(self.kernel.buffers)
+
+        def ptrs() -> list[int]:
+            it = iter(arrays)
+            out = []
+            for b in self.kernel.buffers:
+                a = next(it) if (full or b.role != "temp") else np.empty(b.shape, DTYPES[b.dtype])
+                out.append(a.ctypes.data)
+                if not full and b.role == "temp":
+                    keep.append(a)
+            return out
+
+        if self.par is None:
+            keep: list[np.ndarray] = []
+            self.cfunc(*ptrs())
+            return
+        lo, step, n = int(self.par.start.value), self.par.step, self.par.extent or 0
+        chunks = max(1, min(int(threads), n))
+        bounds = [lo + step * (n * c // chunks) for c in range(chunks + 1)]
+        if chunks == 1:
+            keep = []
+            self.cfunc(*ptrs(), bounds[0], bounds[1])
+            return
+        from concurrent.futures import ThreadPoolExecutor
+
+        keep = []
+        jobs = [(ptrs(), bounds[c], bounds[c + 1]) for c in range(chunks)]
+        with ThreadPoolExecutor(chunks) as pool:
+            list(pool.map(lambda j: self.cfunc(*j[0], j[1], j[2]), jobs))
+
+    def run(self, *inputs: np.ndarray, threads: int = 1) -> list[np.ndarray]:
+        """Allocate the outputs, run on the inputs (the 'in'/'inout' buffers, in order), return the outputs."""
+        k = self.kernel
+        ins = [b for b in self.user_buffers if b.role in ("in", "inout")]
+        if len(inputs) != len(ins):
+            raise TypeError(f"kernel {k.name} reads {len(ins)} arrays ({', '.join(b.name for b in ins)}), got {len(inputs)}")
+        given = {b.name: np.ascontiguousarray(a, dtype=DTYPES[b.dtype]) for b, a in zip(ins, inputs)}
+        for b in ins:
+            if b.role == "inout":
+                given[b.name] = given[b.name].copy()
+        args = [given[b.name] if b.name in given else np.zeros(b.shape, DTYPES[b.dtype]) for b in self.user_buffers]
+        self(*args, threads=threads)
+        return [a for b, a in zip(self.user_buffers, args) if b.role in ("out", "inout")]
+
+
+def compile_kernel(kernel: Kernel, opt: int = 3, passes: Sequence[str] | None = None, **pipeline: bool) -> CompiledKernel:
+    """Verify, emit, optimize and JIT a kernel (cached by its LLVM IR text and the options)."""
+    if not isinstance(kernel, Kernel):
+        raise KernelError(f"compile_kernel needs a Kernel, got {type(kernel).__name__}")
+    return CompiledKernel(kernel, opt, passes, **pipeline)
