@@ -36,8 +36,8 @@ if [ ! -f "$stamp" ]; then
     "$PY" -m venv .venv
   fi
   echo "setup: installing infopt and its pinned dependencies into .venv (a few minutes the first time)"
-  .venv/bin/python -m pip install -q --upgrade pip
-  .venv/bin/python -m pip install -q -e .
+  .venv/bin/python -m pip install -q --upgrade pip 2> >(grep -v "WARNING: Location" >&2)
+  .venv/bin/python -m pip install -q -e . 2> >(grep -v "WARNING: Location" >&2)
   rm -f .venv/.installed-*
   touch "$stamp"
 fi

@@ -1,0 +1,167 @@
+"""What a student does in JupyterLab, scripted with Playwright: open a notebook, Run All from the menu,
+move every slider, check the figure it drives changed, look at Netron's frame, take screenshots.
+
+Chromium is Debian's (/usr/bin/chromium), started through ``launch_persistent_context`` on a fresh folder,
+never downloaded. The browser is sealed to loopback: every request to another host is aborted and recorded.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlparse
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
+]
+LOOPBACK = {"127.0.0.1", "localhost", "[::1]", "::1"}
+
+
+@dataclass
+class Visit:
+    """What one notebook visit saw: blocked requests, slider checks, Netron nodes, screenshots, errors."""
+
+    blocked: list[str] = field(default_factory=list)
+    sliders: list[dict] = field(default_factory=list)
+    netron_nodes: list[str] = field(default_factory=list)
+    netron_ports: list[int] = field(default_factory=list)
+    screenshots: list[Path] = field(default_factory=list)
+    cell_errors: list[str] = field(default_factory=list)
+    console_errors: list[str] = field(default_factory=list)
+
+
+def open_browser(playwright, visit: Visit):
+    """A persistent Chromium context on a fresh profile, with every non-loopback request aborted and recorded."""
+    ctx = playwright.chromium.launch_persistent_context(
+        tempfile.mkdtemp(prefix="infopt-chromium-"), executable_path=str(CHROMIUM), headless=True,
+        args=CHROMIUM_ARGS, viewport={"width": 1400, "height": 1000},
+    )
+
+    def guard(route) -> None:
+        url = route.request.url
+        host = urlparse(url).hostname or ""
+        if url.startswith(("data:", "blob:", "about:")) or host in LOOPBACK:
+            route.continue_()
+        else:
+            visit.blocked.append(url)
+            route.abort()
+
+    ctx.route("**/*", guard)
+    return ctx
+
+
+def run_all(page, timeout_s: float = 240) -> None:
+    """Run every cell through JupyterLab's own Run menu and wait until the kernel is idle and no cell is queued."""
+    page.locator(".jp-Notebook").first.wait_for(timeout=60_000)
+    time.sleep(1.0)
+    select = page.locator(".jp-Dialog button", has_text="Select")
+    if select.count():  # the kernel chooser, if JupyterLab still asks
+        select.first.click()
+    # Wait for the kernel to be ready before running (the toolbar shows its status).
+    _wait(lambda: page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").count() > 0
+          or page.locator("[data-status='idle']").count() > 0, 90, "kernel to start")
+    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
+    page.locator(".lm-Menu-item[data-command='runmenu:run-all']").click()
+    time.sleep(1.0)
+
+    def done() -> bool:
+        prompts = page.locator(".jp-InputPrompt").all_inner_texts()
+        busy = any("*" in p for p in prompts)
+        idle = page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").count() > 0
+        return not busy and idle
+
+    _wait(done, timeout_s, "all cells to finish")
+
+
+def cell_errors(page) -> list[str]:
+    """Tracebacks shown in the notebook's outputs."""
+    return page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.error']").all_inner_texts()
+
+
+def figure_signature(scope) -> str:
+    """A digest of what the plotly figures in ``scope`` show: titles, tick labels, and the drawn trace paths."""
+    parts = scope.locator(".js-plotly-plot .gtitle, .js-plotly-plot .xtick, .js-plotly-plot .ytick").all_text_contents()
+    paths = scope.locator(".js-plotly-plot .trace path, .js-plotly-plot .trace rect, .js-plotly-plot .point path")
+    d = [paths.nth(i).get_attribute("d") or "" for i in range(min(paths.count(), 400))]
+    heat = scope.locator(".js-plotly-plot image")
+    d += [heat.nth(i).get_attribute("href") or "" for i in range(min(heat.count(), 20))]
+    return hashlib.sha1(("|".join(parts) + "#" + "|".join(d)).encode()).hexdigest()
+
+
+def titles(scope) -> list[str]:
+    return scope.locator(".js-plotly-plot .gtitle").all_text_contents()
+
+
+def move_sliders(page, visit: Visit, shots: Path, stem: str) -> None:
+    """Move each slider in the notebook one step with the keyboard, as a student would, and check its figure changed."""
+    cells = page.locator(".jp-Notebook .jp-Cell")
+    for ci in range(cells.count()):
+        cell = cells.nth(ci)
+        sliders = cell.locator(".widget-slider .noUi-handle, .widget-hslider .noUi-handle")
+        for si in range(sliders.count()):
+            handle = sliders.nth(si)
+            label = cell.locator(".widget-slider, .widget-hslider").nth(si).locator(".widget-label").first.inner_text()
+            readout = cell.locator(".widget-slider, .widget-hslider").nth(si).locator(".widget-readout").first
+            before_val, before_sig, before_titles = readout.inner_text(), figure_signature(cell), titles(cell)
+            handle.scroll_into_view_if_needed()
+            handle.focus()
+            handle.press("ArrowRight")
+            if readout.inner_text() == before_val:  # at the maximum: go the other way
+                handle.press("ArrowLeft")
+                handle.press("ArrowLeft")
+            after_val = readout.inner_text()
+            changed = False
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                if figure_signature(cell) != before_sig:
+                    changed = True
+                    break
+                time.sleep(0.25)
+            time.sleep(0.3)
+            shot = shots / f"{stem}-cell{ci}-slider{si}.png"
+            cell.screenshot(path=str(shot))
+            visit.screenshots.append(shot)
+            visit.sliders.append({
+                "cell": ci, "slider": label.strip(), "from": before_val, "to": after_val, "figure_changed": changed,
+                "titles_before": before_titles, "titles_after": titles(cell),
+            })
+
+
+def netron_nodes(page, visit: Visit, shots: Path, stem: str) -> None:
+    """Read the node names Netron drew inside each of its frames (through locators: Netron replaces eval)."""
+    frames = page.locator("iframe")
+    for i in range(frames.count()):
+        src = frames.nth(i).get_attribute("src") or ""
+        if not src.startswith("http://127.0.0.1"):
+            continue
+        visit.netron_ports.append(urlparse(src).port or 80)
+        frames.nth(i).scroll_into_view_if_needed()
+        frame = page.frame_locator("iframe").nth(i)
+        # Netron's update dialog (shown 180 days after its build) and consent dialog must not block the view.
+        for button in ("Update", "Accept"):
+            b = frame.locator("#message-button", has_text=button)
+            if b.count() and b.first.is_visible():
+                b.first.click()
+        nodes = frame.locator("g.node text, g.node title")
+        try:
+            nodes.first.wait_for(timeout=60_000)
+        except Exception:
+            pass
+        visit.netron_nodes += [t.strip() for t in nodes.all_text_contents() if t and t.strip()]
+        shot = shots / f"{stem}-netron{i}.png"
+        frames.nth(i).screenshot(path=str(shot))
+        visit.screenshots.append(shot)
+
+
+def _wait(cond, timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if cond():
+            return
+        time.sleep(0.5)
+    raise TimeoutError(f"timed out after {timeout_s:.0f} s waiting for {what}")
