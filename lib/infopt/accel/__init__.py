@@ -11,7 +11,19 @@ from .driver import compile_matmul, matmul, tiling
 from .executor import Accelerator, RunStats, Sram
 from .isa import Load, MatMul, Program, Store, parse_asm
 
-__all__ = [
+_BYOC = ("Annotation", "PartitionForAccel", "annotate", "execute", "may_join", "offload", "partition", "run_offloaded")
+
+
+def __getattr__(name: str):
+    """The BYOC names load on first use (they pull in infopt.passes)."""
+    if name in _BYOC:
+        from . import byoc
+
+        return getattr(byoc, name)
+    raise AttributeError(f"module 'infopt.accel' has no attribute {name!r}")
+
+
+__all__ = [*_BYOC, 
     "DATAFLOWS", "AccelConfig", "AccelError", "Accelerator", "Load", "MatMul", "Program", "RunStats", "Sram",
     "Store", "TileRun", "compile_matmul", "dma_cycles", "matmul", "matmul_cycles", "parse_asm", "program_cycles",
     "run_tile", "tile_cycles", "tiling",
