@@ -60,6 +60,10 @@ class Pass:
             stats = self.apply(g) or {}
         except PassSkipped as e:
             return PassResult(graph, False, {}, reason=str(e) or "skipped")
+        try:  # passes may place a rewritten node before a value it now reads: restore a valid order
+            g.nodes = g.toposort()
+        except GraphError:
+            pass  # a cycle: left for the verifier to report with the pass's name
         changed = graph_signature(g) != before
         reason = "" if changed else str(stats.pop("reason", "nothing to rewrite"))
         return PassResult(g if changed else graph, changed, stats, reason)
