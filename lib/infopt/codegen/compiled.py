@@ -109,7 +109,7 @@ class CompiledKernel:
         ins = [b for b in self.user_buffers if b.role in ("in", "inout")]
         if len(inputs) != len(ins):
             raise TypeError(f"kernel {k.name} reads {len(ins)} arrays ({', '.join(b.name for b in ins)}), got {len(inputs)}")
-        given = {b.name: np.ascontiguousarray(a, dtype=DTYPES[b.dtype]) for b, a in zip(ins, inputs)}
+        given = {b.name: np.require(a, DTYPES[b.dtype], "C") for b, a in zip(ins, inputs)}
         for b in ins:
             if b.role == "inout":
                 given[b.name] = given[b.name].copy()

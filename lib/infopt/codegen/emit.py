@@ -68,6 +68,7 @@ class _Emitter:
         self.entry = self.fn.append_basic_block("entry")
         self.b = ir.IRBuilder(self.entry)
         self.env: dict[str, Any] = {}
+        self.ff = ("reassoc", "contract", "nsz", "arcp") if kernel.fastmath else ()
         self.slots: dict[str, Any] = {}
 
     # ----- expressions --------------------------------------------------------------------------
@@ -113,10 +114,14 @@ class _Emitter:
             x, y = self.expr(e.a), self.expr(e.b)
             fl = e.dtype in ("f32", "f64")
             if e.op in ("max", "min"):
-                c = (b.fcmp_ordered if fl else b.icmp_signed)(">" if e.op == "max" else "<", x, y)
+                if fl and self.ff:
+                    fn = self.intrinsic("llvm.maxnum" if e.op == "max" else "llvm.minnum", e.dtype, 2)
+                    return b.call(fn, [x, y], fastmath=self.ff)
+                c = b.fcmp_ordered(">" if e.op == "max" else "<", x, y) if fl else \
+                    b.icmp_signed(">" if e.op == "max" else "<", x, y)
                 return b.select(c, x, y)
             if fl:
-                return {"+": b.fadd, "-": b.fsub, "*": b.fmul, "/": b.fdiv}[e.op](x, y)
+                return {"+": b.fadd, "-": b.fsub, "*": b.fmul, "/": b.fdiv}[e.op](x, y, flags=self.ff)
             flags = ["nsw"]
             if e.op == "+":
                 return b.add(x, y, flags=flags)
@@ -136,13 +141,13 @@ class _Emitter:
             args = [self.expr(a) for a in e.args]
             fl = e.dtype in ("f32", "f64")
             if e.fn == "neg":
-                return b.fneg(args[0]) if fl else b.neg(args[0])
+                return b.fneg(args[0], flags=self.ff) if fl else b.neg(args[0])
             if e.fn == "abs" and not fl:
                 return b.select(b.icmp_signed("<", args[0], ir.Constant(args[0].type, 0)), b.neg(args[0]), args[0])
             names = {"exp": "llvm.exp", "log": "llvm.log", "sqrt": "llvm.sqrt", "abs": "llvm.fabs",
                      "floor": "llvm.floor", "round": "llvm.rint", "fma": "llvm.fma"}
             if e.fn in names:
-                return b.call(self.intrinsic(names[e.fn], e.dtype, len(args)), args)
+                return b.call(self.intrinsic(names[e.fn], e.dtype, len(args)), args, fastmath=self.ff if fl else ())
             return b.call(self.libm(e.fn, e.dtype), args)
         if isinstance(e, Cast):
             return self.cast(self.expr(e.a), e.a.dtype, e.to)

@@ -9,7 +9,7 @@ helpers in ``infopt.codegen.rewrite``):
 - Expressions (``Expr``, each with a ``dtype``: ``f32 f64 i32 i64 bool``):
   ``Const(value, dtype)``, ``Var(name, dtype)`` (a loop variable, always ``i64``, or a local scalar),
   ``Load(buffer, indices)``, ``Bin(op, a, b)`` with op in ``+ - * / // % max min`` (``//``, ``%``
-  are floor division and modulo on integers, what ``split`` needs), ``Cmp(op, a, b)`` (bool),
+  are integer division and remainder with C semantics (truncating; index math keeps them nonnegative)), ``Cmp(op, a, b)`` (bool),
   ``Select(cond, a, b)``, ``Call(fn, args)`` for math functions (``exp log sqrt abs neg floor
   round fma tanh``), ``Cast(dtype, a)`` (value conversion) and ``BitCast(dtype, a)`` (same bits).
   Python operators build them: ``A[i, k] * B[k, j] + 1.0``. Index expressions are integer
@@ -22,7 +22,9 @@ helpers in ``infopt.codegen.rewrite``):
   loop variables (and ``min`` for tails). ``Store(buffer, indices, value)``; ``Assign(var, value)``
   sets a local scalar (first assignment declares it; reductions accumulate into one);
   ``If(cond, then, orelse)``.
-- ``Kernel(name, buffers, body)``: the unit the backend compiles to one LLVM function.
+- ``Kernel(name, buffers, body, fastmath)``: the unit the backend compiles to one LLVM function.
+  ``fastmath=True`` lets LLVM reassociate float math (``reassoc contract nsz arcp`` flags), which it
+  needs to vectorize float reductions (a sum or max over a row); results then differ in rounding.
 
 ``print(kernel)`` shows the text form. ``infopt.codegen.verify_kernel`` checks well-formedness.
 """
@@ -398,6 +400,7 @@ class Kernel:
     name: str
     buffers: tuple[Buffer, ...]
     body: Body = ()
+    fastmath: bool = False
     doc: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:

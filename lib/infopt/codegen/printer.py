@@ -62,5 +62,6 @@ def stmt_text(s: Stmt, depth: int) -> list[str]:
 def kernel_text(k: Kernel) -> str:
     """A whole kernel as text: signature, then the loop nest."""
     args = ", ".join(str(b) for b in k.buffers)
-    lines = [f"kernel {k.name}({args}) {{"] + [ln for s in k.body for ln in stmt_text(s, 1)] + ["}"]
+    fm = " fastmath" if k.fastmath else ""
+    lines = [f"kernel {k.name}({args}){fm} {{"] + [ln for s in k.body for ln in stmt_text(s, 1)] + ["}"]
     return "\n".join(lines)
