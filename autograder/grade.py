@@ -1,0 +1,226 @@
+"""`make grade`: autograde a folder of submissions in sandboxes, in parallel, and write grades, feedback and a summary.
+
+    python -m autograder.grade --unit 01_graphs_ir --submissions path/ [--roster roster.csv] --out build/grades
+                               [--workers N] [--dask local|tcp://scheduler:8786]
+
+Pipeline: intake (take only the notebook, check it) -> assemble (restore grading cells/metadata) -> tamper scan
+-> run in a sandbox, cell by cell -> score -> grades.csv, feedback/<student>.html, summary.html, gradebook.db.
+`grade_one` is the unit of work; it is a plain function of plain data, so a process pool or a Dask cluster runs it.
+"""
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import dataclasses
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Callable, Iterable
+
+from .assemble import GradedCell, assemble, load_master
+from .intake import Submission, find_submissions, load_roster
+from .sandbox import Limits
+
+REPO = Path(__file__).resolve().parent.parent
+_UID_BASE = 200000
+
+
+@dataclasses.dataclass
+class Unit:
+    """What grading one unit needs: its name, the instructor's cells, the release notebook and companion files."""
+
+    name: str
+    master: list
+    release: dict | None
+    files: dict[str, bytes]
+
+
+def load_unit(unit: str, source: Path | None = None, release: Path | None = None) -> Unit:
+    """Read the unit's source (solutions/<unit>/<unit>.py) and release (course/<unit>/) from the repo."""
+    if not unit:
+        raise ValueError("no unit given: pass --unit, e.g. --unit 01_graphs_ir")
+    source = Path(source) if source else REPO / "solutions" / unit / f"{unit}.py"
+    release = Path(release) if release else REPO / "course" / unit / f"{unit}.ipynb"
+    master = load_master(source)
+    release_nb = json.loads(release.read_text(encoding="utf-8")) if release.is_file() else None
+    files: dict[str, bytes] = {}
+    if release.parent.is_dir() and release_nb is not None:
+        for path in sorted(release.parent.rglob("*")):
+            rel = path.relative_to(release.parent)
+            if (path.is_file() and not path.is_symlink() and path != release and not any(
+                    part.startswith(".") for part in rel.parts) and path.suffix != ".ipynb"
+                    and path.stat().st_size < 64 * 2**20):
+                files[str(rel)] = path.read_bytes()
+    return Unit(unit, master, release_nb, files)
+
+
+def make_job(unit: Unit, submission: Submission, limits: Limits, log_dir: Path) -> dict:
+    """The plain-data job for one submission (picklable for a process pool or Dask)."""
+    from infopt.grading.tamper import scan_cells
+
+    cells, notes = assemble(submission.notebook, unit.master, unit.release)
+    labelled = [(c.grade_id or f"cell {i}", c.source) for i, c in enumerate(cells)
+                if c.author == "student" and c.kind != "markdown"]
+    findings = [str(f) for f in scan_cells(labelled)]
+    return {"student": submission.student, "cells": [dataclasses.asdict(c) for c in cells],
+            "notes": submission.notes + notes, "findings": findings, "limits": dataclasses.asdict(limits),
+            "log_path": str(Path(log_dir) / f"{submission.student}.jsonl"), "files": unit.files}
+
+
+def grade_one(job: dict) -> dict:
+    """Run one job in a fresh sandbox and score it; never raises (a grader failure becomes status 'error')."""
+    from .executor import run_notebook
+    from .scoring import score
+
+    cells = [GradedCell(**{**c, "hidden": tuple(c["hidden"]) if c.get("hidden") else None}) for c in job["cells"]]
+    started = time.monotonic()
+    try:
+        uid = _UID_BASE + os.getpid() % 100000
+        run = run_notebook(job["cells"], Limits(**job["limits"]), Path(job["log_path"]), uid=uid,
+                           files=job.get("files"))
+    except Exception as err:  # noqa: BLE001 (reported per student, the batch goes on)
+        run = {"results": [], "events": [f"grader failure: {type(err).__name__}: {err}"],
+               "infrastructure_error": True, "seconds": time.monotonic() - started}
+    return score(job["student"], cells, run, job["findings"], job["notes"])
+
+
+def _intake_record(sub: Submission, unit: Unit) -> dict:
+    """The record of a student who never reached the sandbox (missing or broken submission)."""
+    exercises: dict[str, dict] = {}
+    from .assemble import exercise_of
+
+    for cell in unit.master:
+        if cell.kind == "test":
+            ex = exercises.setdefault(exercise_of(cell.grade_id), {"score": 0.0, "max": 0.0})
+            ex["max"] += cell.points
+    return {"student": sub.student, "status": sub.status, "reason": sub.message, "total": 0.0,
+            "max_total": sum(e["max"] for e in exercises.values()), "exercises": exercises, "tests": [],
+            "flags": [], "notes": sub.notes, "events": [], "seconds": 0.0, "origin": sub.origin}
+
+
+def _progress(done: int, total: int, record: dict, quiet: bool) -> None:
+    if quiet:
+        return
+    width = 24
+    bar = "#" * (width * done // max(total, 1))
+    line = (f"\r[{bar:<{width}}] {done}/{total}  {record['student']}: {record['status']} "
+            f"{record['total']:g}/{record['max_total']:g} ({record.get('seconds', 0):.1f} s)")
+    sys.stderr.write(line + ("\n" if done == total or not sys.stderr.isatty() else ""))
+    sys.stderr.flush()
+
+
+def run_jobs(jobs: list[dict], workers: int = 1, dask: str | None = None,
+             on_done: Callable[[dict], None] | None = None) -> list[dict]:
+    """Grade jobs with `workers` processes (1: in this process) or on a Dask cluster ('local' or an address)."""
+    results: list[dict] = []
+    if dask:
+        from distributed import Client, LocalCluster, as_completed
+
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                               dashboard_address=None) if dask == "local" else None
+        try:
+            with Client(cluster if cluster else dask) as client:
+                futures = client.map(grade_one, jobs, pure=False)
+                for future in as_completed(futures):
+                    results.append(future.result())
+                    on_done and on_done(results[-1])
+        finally:
+            if cluster is not None:
+                cluster.close()
+    elif workers <= 1:
+        for job in jobs:
+            results.append(grade_one(job))
+            on_done and on_done(results[-1])
+    else:
+        with concurrent.futures.ProcessPoolExecutor(max_workers=workers) as pool:
+            for future in concurrent.futures.as_completed([pool.submit(grade_one, job) for job in jobs]):
+                results.append(future.result())
+                on_done and on_done(results[-1])
+    return results
+
+
+def grade(unit: str, submissions: Path, out: Path, roster: Path | None = None, workers: int | None = None,
+          limits: Limits | None = None, source: Path | None = None, release: Path | None = None,
+          dask: str | None = None, quiet: bool = False) -> list[dict]:
+    """Grade every submission of `unit` under `submissions`; write the outputs into `out`; return the records."""
+    from .report import write_outputs
+
+    out = Path(out).resolve()
+    for protected in (REPO / "solutions", REPO / "course"):
+        if out == protected or protected in out.parents:
+            raise ValueError(f"--out {out} is inside {protected}; grading output must go elsewhere (e.g. build/)")
+    limits = limits or Limits()
+    loaded = load_unit(unit, source, release)
+    ids = load_roster(roster) if roster else None
+    found = find_submissions(Path(submissions), unit, ids)
+    out.mkdir(parents=True, exist_ok=True)
+    log_dir = out / "logs"
+    jobs, records = [], []
+    for sub in found.values():
+        if sub.status != "ok":
+            records.append(_intake_record(sub, loaded))
+            continue
+        try:
+            job = make_job(loaded, sub, limits, log_dir)
+        except Exception as err:  # noqa: BLE001 (a notebook the assembler cannot read is that student's error)
+            sub.status, sub.message = "error", f"could not assemble the notebook: {type(err).__name__}: {err}"
+            records.append(_intake_record(sub, loaded))
+            continue
+        job["origin"] = sub.origin
+        jobs.append(job)
+    workers = workers or os.cpu_count() or 1
+    done = [len(records)]
+    total = len(found)
+
+    def on_done(record: dict) -> None:
+        done[0] += 1
+        _progress(done[0], total, record, quiet)
+
+    origins = {job["student"]: job["origin"] for job in jobs}
+    graded = run_jobs(jobs, min(workers, max(len(jobs), 1)), dask, on_done)
+    for record in graded:
+        record["origin"] = origins.get(record["student"], "")
+    order = {student: i for i, student in enumerate(found)}
+    records = sorted(records + graded, key=lambda r: order.get(r["student"], len(order)))
+    write_outputs(records, loaded, out)
+    return records
+
+
+def main(argv: Iterable[str] | None = None) -> int:
+    """Command-line entry point (see the module docstring)."""
+    parser = argparse.ArgumentParser(prog="python -m autograder.grade", description=__doc__.splitlines()[0])
+    parser.add_argument("--unit", required=True, help="unit folder name, e.g. 01_graphs_ir")
+    parser.add_argument("--submissions", required=True, help="nbgrader submitted/ tree or folder of uploads")
+    parser.add_argument("--roster", help="CSV of student ids (column id/student_id, or the first column)")
+    parser.add_argument("--out", default="build/grades", help="output folder (default build/grades)")
+    parser.add_argument("--workers", type=int, default=None, help="parallel workers (default: number of cores)")
+    parser.add_argument("--dask", default=None, help="'local' for a LocalCluster, or a scheduler address")
+    parser.add_argument("--source", help="instructor source (default solutions/<unit>/<unit>.py)")
+    parser.add_argument("--release", help="release notebook (default course/<unit>/<unit>.ipynb)")
+    for field in dataclasses.fields(Limits):
+        parser.add_argument("--" + field.name.replace("_", "-"), type=type(field.default), default=field.default,
+                            help=f"sandbox limit {field.name} (default {field.default})")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    args = parser.parse_args(list(argv) if argv is not None else None)
+    if not args.submissions:
+        parser.error("--submissions is empty: pass the folder of submissions (make grade SUBMISSIONS=...)")
+    limits = Limits(**{f.name: getattr(args, f.name) for f in dataclasses.fields(Limits)})
+    try:
+        records = grade(args.unit, Path(args.submissions), Path(args.out), Path(args.roster) if args.roster else None,
+                        args.workers, limits, Path(args.source) if args.source else None,
+                        Path(args.release) if args.release else None, args.dask, args.quiet)
+    except (FileNotFoundError, ValueError) as err:
+        print(f"grade: {err}", file=sys.stderr)
+        return 2
+    counts: dict[str, int] = {}
+    for record in records:
+        counts[record["status"]] = counts.get(record["status"], 0) + 1
+    print(f"graded {len(records)} students: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+          + f"; outputs in {Path(args.out).resolve()}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

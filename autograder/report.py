@@ -1,0 +1,142 @@
+"""Grading outputs: grades.csv (a row per roster student), per-student feedback HTML, the instructor summary page
+(plotly), results.jsonl (everything), and an nbgrader gradebook.db with the autograded scores.
+
+Feedback shows each test's pass/fail and message, never the hidden tests' source.
+"""
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+from .assemble import exercise_of
+
+_TEMPLATES = Path(__file__).resolve().parent / "templates"
+
+
+def _env():
+    import jinja2
+
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(_TEMPLATES)), autoescape=True)
+
+
+def exercise_names(unit) -> list[str]:
+    """The unit's exercises in notebook order (from its test cells' grade_ids)."""
+    names: list[str] = []
+    for cell in unit.master:
+        if cell.kind == "test" and exercise_of(cell.grade_id) not in names:
+            names.append(exercise_of(cell.grade_id))
+    return names
+
+
+def write_csv(records: list[dict], exercises: list[str], path: Path) -> None:
+    """grades.csv: student, status, total, max, one column per exercise, reason, flags, notes, seconds."""
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["student", "status", "total", "max_total", *exercises, "reason", "flags", "notes",
+                         "seconds"])
+        for r in records:
+            writer.writerow([r["student"], r["status"], f"{r['total']:g}", f"{r['max_total']:g}",
+                             *(f"{r['exercises'].get(e, {}).get('score', 0.0):g}" for e in exercises),
+                             r["reason"], " | ".join(r["flags"]), " | ".join(r["notes"]), f"{r['seconds']:.2f}"])
+
+
+def write_feedback(records: list[dict], unit_name: str, folder: Path) -> None:
+    """feedback/<student>.html for every student, from templates/feedback.html.j2."""
+    folder.mkdir(parents=True, exist_ok=True)
+    template = _env().get_template("feedback.html.j2")
+    for record in records:
+        (folder / f"{record['student']}.html").write_text(template.render(r=record, unit=unit_name),
+                                                          encoding="utf-8")
+
+
+def _figures(records: list[dict], exercises: list[str]) -> str:
+    """Plotly figures as HTML: score distribution per exercise, pass rate per test, slowest submissions."""
+    import plotly.graph_objects as go
+
+    graded = [r for r in records if r["status"] in ("graded", "flagged")]
+    parts = []
+    fig = go.Figure()
+    for name in exercises:
+        fig.add_trace(go.Box(y=[r["exercises"].get(name, {}).get("score", 0.0) for r in graded], name=name,
+                             boxpoints="all", jitter=0.4))
+    fig.update_layout(title="Score distribution per exercise (graded and flagged students)",
+                      yaxis_title="points", showlegend=False, height=380)
+    parts.append(fig)
+    tests: dict[str, list[int]] = {}
+    for r in graded:
+        for t in r["tests"]:
+            tests.setdefault(t["grade_id"], []).append(1 if t["status"] == "pass" else 0)
+    fig = go.Figure(go.Bar(x=list(tests), y=[100 * sum(v) / len(v) for v in tests.values()],
+                           text=[f"{sum(v)}/{len(v)}" for v in tests.values()]))
+    fig.update_layout(title="Pass rate per test", yaxis_title="% of students", yaxis_range=[0, 105], height=360)
+    parts.append(fig)
+    slow = sorted((r for r in records if r["seconds"] > 0), key=lambda r: -r["seconds"])[:15]
+    fig = go.Figure(go.Bar(x=[r["seconds"] for r in slow][::-1], y=[r["student"] for r in slow][::-1],
+                           orientation="h"))
+    fig.update_layout(title="Slowest submissions (seconds in the sandbox)", xaxis_title="s", height=380)
+    parts.append(fig)
+    return "\n".join(f.to_html(full_html=False, include_plotlyjs=(i == 0)) for i, f in enumerate(parts))
+
+
+def write_summary(records: list[dict], exercises: list[str], unit_name: str, path: Path) -> None:
+    """summary.html: counts, figures, the students who need attention, the slowest submissions."""
+    counts: dict[str, int] = {}
+    for r in records:
+        counts[r["status"]] = counts.get(r["status"], 0) + 1
+    mechanisms = next((r["mechanisms"] for r in records if r.get("mechanisms")), {})
+    attention = [r for r in records if r["status"] != "graded" or r["events"]]
+    slowest = sorted(records, key=lambda r: -r["seconds"])[:10]
+    html = _env().get_template("summary.html.j2").render(
+        unit=unit_name, records=records, counts=counts, mechanisms=mechanisms, attention=attention,
+        slowest=slowest, figures=_figures(records, exercises))
+    path.write_text(html, encoding="utf-8")
+
+
+def write_gradebook(records: list[dict], unit, path: Path) -> None:
+    """An nbgrader gradebook with the unit's grade cells and each graded student's auto scores (no cell sources)."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    with Gradebook(f"sqlite:///{path}") as gb:
+        gb.update_or_create_assignment(unit.name)
+        try:
+            gb.find_notebook(unit.name, unit.name)
+        except MissingEntry:
+            gb.add_notebook(unit.name, unit.name)
+        tests = [c for c in unit.master if c.kind == "test"]
+        for cell in tests:
+            try:
+                gb.find_grade_cell(cell.grade_id, unit.name, unit.name)
+            except MissingEntry:
+                gb.add_grade_cell(cell.grade_id, unit.name, unit.name, max_score=cell.points, cell_type="code")
+        for record in records:
+            gb.update_or_create_student(record["student"])
+            if record["status"] not in ("graded", "flagged"):
+                continue
+            try:
+                gb.remove_submission(unit.name, record["student"])
+            except MissingEntry:
+                pass
+            gb.add_submission(unit.name, record["student"])
+            points = {t["grade_id"]: t["points"] for t in record["tests"]}
+            for cell in tests:
+                grade = gb.find_grade(cell.grade_id, unit.name, unit.name, record["student"])
+                grade.auto_score = points.get(cell.grade_id, 0.0)
+                grade.needs_manual_grade = record["status"] == "flagged"
+            gb.db.commit()
+
+
+def write_outputs(records: list[dict], unit, out: Path) -> None:
+    """Write every output of one grading run into `out`."""
+    out = Path(out)
+    exercises = exercise_names(unit)
+    write_csv(records, exercises, out / "grades.csv")
+    with open(out / "results.jsonl", "w", encoding="utf-8") as handle:
+        for record in records:
+            handle.write(json.dumps(record) + "\n")
+    write_feedback(records, unit.name, out / "feedback")
+    write_summary(records, exercises, unit.name, out / "summary.html")
+    try:
+        write_gradebook(records, unit, out / "gradebook.db")
+    except Exception as err:  # noqa: BLE001 (the CSV and feedback are the primary outputs)
+        (out / "gradebook.error.txt").write_text(f"could not write gradebook.db: {type(err).__name__}: {err}\n")

@@ -1,0 +1,86 @@
+"""Turn one submission's per-cell results into scores, statuses and messages a student and an instructor can act on.
+
+A test cell earns its points when its execute reply is ok, whatever it printed to stderr. A failure's message
+is the exception's name and text (infopt.grading writes them for students), never the hidden tests' source.
+"""
+from __future__ import annotations
+
+import re
+
+from .assemble import GradedCell, exercise_of
+
+_CELL_FRAME = re.compile(r"Cell In\[\d+\], line (\d+)")
+MESSAGE_CAP = 1500
+
+
+def failure_message(cell: GradedCell, result: dict) -> str:
+    """What went wrong in a test cell, for the student: error name and text, and whether a hidden test failed."""
+    status = result.get("status")
+    if status == "not_run":
+        return f"not run: {result.get('evalue') or 'an earlier problem stopped the notebook'}"
+    if status == "timeout":
+        return result.get("evalue") or "time limit reached"
+    if status == "died":
+        return f"the kernel died while running this test ({result.get('evalue')})"
+    ename, evalue = result.get("ename") or "Error", (result.get("evalue") or "").strip()
+    where = ""
+    match = _CELL_FRAME.search(result.get("traceback", ""))
+    if match:
+        line = int(match.group(1))
+        lines = cell.source.splitlines()
+        if cell.hidden and cell.hidden[0] <= line <= cell.hidden[1]:
+            where = "a hidden test failed"
+        elif 0 < line <= len(lines):
+            where = f"line {line}: `{lines[line - 1].strip()[:150]}`"
+    text = f"{ename}: {evalue}" if evalue else f"{ename} (no message)"
+    if len(text) > MESSAGE_CAP:
+        text = text[:MESSAGE_CAP] + " …"
+    return f"{where} — {text}" if where else text
+
+
+def score(student: str, cells: list[GradedCell], run: dict, findings: list[str], notes: list[str]) -> dict:
+    """The grade record of one student: status, totals, per-exercise and per-test results, reason, flags."""
+    by_index = {r["index"]: r for r in run.get("results", [])}
+    tests, exercises = [], {}
+    harness, untrusted = [], []
+    for index, cell in enumerate(cells):
+        if cell.kind != "test":
+            continue
+        exercise = exercise_of(cell.grade_id)
+        result = by_index.get(index, {"status": "not_run", "evalue": "not reached"})
+        passed = result["status"] == "ok"
+        entry = {"grade_id": cell.grade_id, "exercise": exercise, "max": cell.points, "points": 0.0,
+                 "status": "pass" if passed else "fail", "message": "", "seconds": result.get("seconds", 0.0)}
+        if result.get("canary"):
+            entry["status"] = "untrusted"
+            entry["message"] = ("not counted: before this test the kernel stopped reporting failures "
+                                f"({result['canary']})")
+            untrusted.append(f"{cell.grade_id}: {result['canary']}")
+        elif passed:
+            entry["points"] = cell.points
+        else:
+            entry["message"] = failure_message(cell, result)
+            if result.get("ename") == "HarnessError":
+                entry["status"] = "harness_error"
+                harness.append(cell.grade_id)
+        tests.append(entry)
+        ex = exercises.setdefault(exercise, {"score": 0.0, "max": 0.0})
+        ex["score"] += entry["points"]
+        ex["max"] += cell.points
+    flags = list(findings) + [f"canary failed before {u}" for u in untrusted]
+    events = list(run.get("events", []))
+    if run.get("infrastructure_error"):
+        status, reason = "error", "; ".join(events) or "the grader could not run this notebook"
+    elif harness:
+        status, reason = "error", f"bug in the test harness (not the student's fault) in {', '.join(harness)}"
+    elif flags:
+        status, reason = "flagged", "tampering suspected; review the flagged lines"
+    else:
+        status, reason = "graded", ""
+    if events and status != "error":
+        reason = "; ".join(filter(None, [reason] + events))
+    return {"student": student, "status": status, "reason": reason,
+            "total": sum(e["score"] for e in exercises.values()),
+            "max_total": sum(e["max"] for e in exercises.values()),
+            "exercises": exercises, "tests": tests, "flags": flags, "notes": list(notes), "events": events,
+            "seconds": round(run.get("seconds", 0.0), 3), "mechanisms": run.get("mechanisms", {})}
