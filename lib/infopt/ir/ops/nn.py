@@ -1,11 +1,11 @@
 """Convolution, pooling and batch normalization (ONNX NCHW semantics, any number of spatial dims)."""
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any, Sequence
 
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
 
 from ..graph import GraphError
 from ..types import TensorType
@@ -60,19 +60,23 @@ def _window_params(op: str, x: TensorType, kernel: Sequence[int], attrs: dict[st
     return {"strides": strides, "dilations": dil, "begin": begin, "end": end, "out": out, "eff": eff}
 
 
-def _windows(x: np.ndarray, p: dict[str, list[int]], fill: float) -> np.ndarray:
-    """A strided view (N, C, *out, *kernel) of the padded input's sliding windows."""
-    nd = len(p["out"])
+def _pad(x: np.ndarray, p: dict[str, list[int]], fill: float) -> np.ndarray:
+    """The input padded with ``fill``: the declared pads, plus what ceil_mode needs past the end."""
     pad_end = [
         max(en, (o - 1) * s + e - (i + b))
         for i, b, en, o, s, e in zip(x.shape[2:], p["begin"], p["end"], p["out"], p["strides"], p["eff"])
     ]
     if any(p["begin"]) or any(pad_end):
         x = np.pad(x, [(0, 0), (0, 0)] + list(zip(p["begin"], pad_end)), constant_values=fill)
-    w = sliding_window_view(x, p["eff"], axis=tuple(range(2, 2 + nd)))
-    idx = (slice(None), slice(None)) + tuple(slice(0, o * s, s) for o, s in zip(p["out"], p["strides"]))
-    idx += tuple(slice(None, None, d) for d in p["dilations"])
-    return w[idx]
+    return x
+
+
+def _taps(xp: np.ndarray, p: dict[str, list[int]], kernel: Sequence[int]):
+    """For each kernel offset, the strided view of the padded input that this tap reads: (N, C, *out)."""
+    for off in itertools.product(*(range(k) for k in kernel)):
+        idx = tuple(slice(o * d, o * d + (n - 1) * s + 1, s)
+                    for o, d, n, s in zip(off, p["dilations"], p["out"], p["strides"]))
+        yield off, xp[(slice(None), slice(None)) + idx]
 
 
 # ----- Conv ------------------------------------------------------------------------------------
@@ -104,23 +108,20 @@ def _conv_infer(types: Sequence[TensorType | None], attrs: dict[str, Any]) -> li
 
 
 def conv(x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None, **attrs: Any) -> np.ndarray:
-    """ONNX Conv by im2col + one batched matmul per group: y[n,m] = sum_c,k w[m,c,k] * x[n,c,k-window] + b[m]."""
-    t = _conv_infer([TensorType.of(x), TensorType.of(w), None if b is None else TensorType.of(b)], attrs)[0]
+    """ONNX Conv by im2col + one batched matmul per group: y[n,m] = sum_c,k w[m,c,k] * x[n,c,window+k] + b[m]."""
+    _conv_infer([TensorType.of(x), TensorType.of(w), None if b is None else TensorType.of(b)], attrs)  # checks
     g = int(attrs.get("group", 1))
-    p = _window_params("Conv", TensorType.of(x), w.shape[2:], attrs)
-    n, m, out = x.shape[0], w.shape[0], p["out"]
-    nd, cg, mg = len(out), w.shape[1], m // g
-    win = _windows(x, p, 0.0)  # (N, C, *out, *k)
-    win = win.reshape(n, g, cg, *win.shape[2:])  # (N, G, Cg, *out, *k)
-    perm = (1, 0) + tuple(range(3, 3 + nd)) + (2,) + tuple(range(3 + nd, 3 + 2 * nd))
-    cols = np.ascontiguousarray(win.transpose(perm)).reshape(g, n * math.prod(out), -1)  # (G, N*P, Cg*K)
-    wg = w.reshape(g, mg, -1).transpose(0, 2, 1)  # (G, Cg*K, Mg)
-    y = np.matmul(cols, wg).reshape(g, n, *out, mg)
-    y = np.moveaxis(y, -1, 1)  # (G, Mg, N, *out)
-    y = y.transpose((2, 0, 1) + tuple(range(3, 3 + nd))).reshape(t.shape)
+    kernel = w.shape[2:]
+    p = _window_params("Conv", TensorType.of(x), kernel, attrs)
+    (n, c), m, out = x.shape[:2], w.shape[0], p["out"]
+    cols = np.empty((n, c, *kernel, *out), dtype=x.dtype)  # im2col: one strided copy per kernel tap
+    for off, tap in _taps(_pad(x, p, 0.0), p, kernel):
+        cols[(slice(None), slice(None)) + off] = tap
+    cols = cols.reshape(n, g, -1, math.prod(out))  # (N, G, Cg*K, P)
+    y = np.matmul(w.reshape(g, m // g, -1), cols).reshape(n, m, *out)  # (G, Mg, Cg*K) @ -> (N, G, Mg, P)
     if b is not None:
-        y = y + b.reshape((1, m) + (1,) * nd)
-    return np.ascontiguousarray(y, dtype=x.dtype)
+        y += b.reshape((1, m) + (1,) * len(out))
+    return y.astype(x.dtype, copy=False)
 
 
 register_op(OpDef(
@@ -145,29 +146,30 @@ def _pool_infer(op: str):
 
 def _maxpool(xs: Sequence[np.ndarray], attrs: dict[str, Any]) -> list[np.ndarray]:
     x = xs[0]
-    p = _window_params("MaxPool", TensorType.of(x), ints(attrs["kernel_shape"]), attrs)
-    nd = len(p["out"])
+    kernel = ints(attrs["kernel_shape"])
+    p = _window_params("MaxPool", TensorType.of(x), kernel, attrs)
     fill = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
-    win = _windows(x, p, fill)
-    return [np.ascontiguousarray(win.max(axis=tuple(range(-nd, 0))))]
+    out = None
+    for _, tap in _taps(_pad(x, p, fill), p, kernel):
+        out = tap.copy() if out is None else np.maximum(out, tap, out=out)
+    return [out]
 
 
 def _avgpool(xs: Sequence[np.ndarray], attrs: dict[str, Any]) -> list[np.ndarray]:
     x = xs[0]
-    p = _window_params("AveragePool", TensorType.of(x), ints(attrs["kernel_shape"]), attrs)
-    nd = len(p["out"])
-    axes = tuple(range(-nd, 0))
-    total = _windows(x, p, 0.0).sum(axis=axes, dtype=np.float64)
+    kernel = ints(attrs["kernel_shape"])
+    p = _window_params("AveragePool", TensorType.of(x), kernel, attrs)
+    total = np.zeros((*x.shape[:2], *p["out"]))
+    for _, tap in _taps(_pad(x, p, 0.0), p, kernel):
+        total += tap
     # Divisor: cells of the real input, plus the declared pads when count_include_pad (never the
     # extra cells ceil_mode adds past the end).
-    include = float(bool(attrs.get("count_include_pad", 0)))
+    nd = len(kernel)
     ones = np.ones((1, 1, *x.shape[2:]))
-    if include:
+    if attrs.get("count_include_pad", 0):
         ones = np.pad(ones, [(0, 0), (0, 0)] + list(zip(p["begin"], p["end"])), constant_values=1.0)
-        q = dict(p, begin=[0] * nd, end=[0] * nd)
-    else:
-        q = p
-    count = _windows(ones, q, 0.0).sum(axis=axes)
+        p = dict(p, begin=[0] * nd, end=[0] * nd)
+    count = sum(tap for _, tap in _taps(_pad(ones, p, 0.0), p, kernel))
     return [(total / count).astype(x.dtype)]
 
 
