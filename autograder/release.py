@@ -13,7 +13,6 @@ import argparse
 import copy
 import datetime
 import hashlib
-import json
 import re
 import shutil
 import sys
@@ -26,7 +25,6 @@ from autograder import nbgrader_course
 
 REPO = Path(__file__).resolve().parent.parent
 SOLUTIONS, COURSE = REPO / "solutions", REPO / "course"
-BACKUPS = REPO / "build" / "release-backups"
 STAMP_KEY = "infopt_release"
 GRADE_ID = re.compile(r"[a-z][a-z0-9_]*")
 # jupytext's own per-cell metadata, dropped from the built notebook
@@ -221,7 +219,7 @@ def stale_reason(unit: str, solutions_dir: Path = SOLUTIONS, course_dir: Path = 
 
 
 def write_release(unit: str, solutions_dir: Path = SOLUTIONS, course_dir: Path = COURSE) -> Path:
-    """Build a unit and write course/<U>/ (backing up a hand-edited notebook to build/release-backups/ first)."""
+    """Build a unit and write course/<U>/ (a hand-edited notebook is first saved to <course>/../build/release-backups/)."""
     nb, files = build_release(unit, solutions_dir)
     out_dir = Path(course_dir) / unit
     path = out_dir / f"{unit}.ipynb"
@@ -232,9 +230,10 @@ def write_release(unit: str, solutions_dir: Path = SOLUTIONS, course_dir: Path =
         except Exception:
             edited = True
         if edited:
-            BACKUPS.mkdir(parents=True, exist_ok=True)
+            backups = Path(course_dir).resolve().parent / "build" / "release-backups"
+            backups.mkdir(parents=True, exist_ok=True)
             when = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%S")
-            backup = BACKUPS / f"{unit}-{when}.ipynb"
+            backup = backups / f"{unit}-{when}.ipynb"
             shutil.copyfile(path, backup)
             print(f"release: {path} had been edited; your copy is saved as {backup}")
     out_dir.mkdir(parents=True, exist_ok=True)
