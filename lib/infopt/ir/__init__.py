@@ -6,8 +6,14 @@ from .ops import (
     register_op,
 )
 from .types import DTYPES, LAYOUTS, TensorType, dtype_name
+from .verify import check, graph_diff, verify
+from .text import parse_text, to_text
+from .interpreter import NodeTiming, check_feeds, run_graph
+from .linear import LinearOp, LinearProgram, format_linear, from_linear, to_linear
 
 __all__ = [
     "DTYPES", "LAYOUTS", "Graph", "GraphError", "Node", "ONNX_CODES", "ONNX_DTYPES", "OPS", "OpDef", "TensorType",
     "UnsupportedOpError", "constant_value", "dtype_name", "get_op", "infer_node", "infer_shapes", "register_op",
+    "check", "graph_diff", "verify", "parse_text", "to_text", "NodeTiming", "check_feeds", "run_graph",
+    "LinearOp", "LinearProgram", "format_linear", "from_linear", "to_linear",
 ]
