@@ -130,6 +130,7 @@ class ElementwiseFusion(Pass):
                 continue
             members = [root]
             ids = {id(root)}
+            refused_ids: set[int] = set()
             grew = True
             while grew and len(members) < self.max_ops:
                 grew = False
@@ -141,7 +142,7 @@ class ElementwiseFusion(Pass):
                         readers = consumers.get(p.outputs[0], [])
                         private = all(id(r) in ids for r in readers) and p.outputs[0] not in graph.outputs
                         if not private and not self.recompute:
-                            refused += 1
+                            refused_ids.add(id(p))
                             continue
                         members.append(p)
                         ids.add(id(p))
@@ -150,6 +151,7 @@ class ElementwiseFusion(Pass):
                             break
                     if len(members) >= self.max_ops:
                         break
+            refused += len(refused_ids - ids)
             if len(members) < 2:
                 continue
             members.sort(key=lambda n: position[id(n)])
