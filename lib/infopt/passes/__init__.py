@@ -13,6 +13,7 @@ from .dce import DeadCodeElimination, live_nodes
 from .fold import ConstantFolding
 from .fusion import ConvFusion, ElementwiseFusion
 from .inplace import inplace_candidates
+from .layout import ToNHWC, TransposeSinking
 from .memory import (Interval, MemoryPlan, check_plan, liveness, lower_bound_bytes, no_reuse_bytes, plan_memory,
                      plan_peak)
 from .pipeline import default_pipeline, optimize
@@ -21,7 +22,7 @@ from .simplify import AlgebraicSimplification
 __all__ = [
     "AlgebraicSimplification", "BatchNormFolding", "CommonSubexpressionElimination", "ConstantFolding",
     "ConvFusion", "DeadCodeElimination", "ElementwiseFusion", "FunctionPass", "Interval", "MemoryPlan", "Pass",
-    "PassError", "PassManager", "PassRecord", "PassResult", "PassSkipped", "PipelineResult", "bn_scale_shift",
+    "PassError", "PassManager", "PassRecord", "PassResult", "PassSkipped", "PipelineResult", "ToNHWC", "TransposeSinking", "bn_scale_shift",
     "check_plan", "cse_key", "default_pipeline", "fold_batchnorm", "fold_bn_into_conv", "graph_signature",
     "inplace_candidates", "live_nodes", "liveness", "lower_bound_bytes", "no_reuse_bytes", "optimize",
     "plan_memory", "plan_peak", "run_passes",
