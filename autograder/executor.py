@@ -251,6 +251,7 @@ def run_notebook(cells: list[dict], limits: Limits, log_path: Path, uid: int | N
                 if stopped and km.is_alive():
                     km.shutdown_kernel(now=True)
         finally:
+            peak = sandbox.peak_memory_mb()
             if kc is not None:
                 kc.stop_channels()
             if km is not None:
@@ -262,4 +263,4 @@ def run_notebook(cells: list[dict], limits: Limits, log_path: Path, uid: int | N
                 km.cleanup_resources() if hasattr(km, "cleanup_resources") else None
             sandbox.cleanup()
     return {"results": [dataclasses.asdict(r) for r in results], "events": events, "infrastructure_error": False,
-            "seconds": time.monotonic() - started, "mechanisms": sandbox.mechanisms}
+            "seconds": time.monotonic() - started, "mechanisms": sandbox.mechanisms, "peak_memory_mb": peak}

@@ -38,15 +38,23 @@ class Unit:
 
 
 def load_unit(unit: str, source: Path | None = None, release: Path | None = None) -> Unit:
-    """Read the unit's source (solutions/<unit>/<unit>.py) and release (course/<unit>/) from the repo."""
+    """Read the unit's source (solutions/<unit>/<unit>.py, via autograder.release) and release (course/<unit>/)."""
+    from .assemble import master_from_cells, release_notebook
+    from .release import build_source_notebook
+
     if not unit:
         raise ValueError("no unit given: pass --unit, e.g. --unit 01_graphs_ir")
     source = Path(source) if source else REPO / "solutions" / unit / f"{unit}.py"
+    if source.suffix == ".py" and source.stem == unit == source.parent.name:
+        master = master_from_cells(build_source_notebook(unit, source.parent.parent).cells)
+    else:
+        master = load_master(source)
     release = Path(release) if release else REPO / "course" / unit / f"{unit}.ipynb"
-    master = load_master(source)
     release_nb = json.loads(release.read_text(encoding="utf-8")) if release.is_file() else None
     files: dict[str, bytes] = {}
-    if release.parent.is_dir() and release_nb is not None:
+    if release_nb is None:  # no built release: stubs and cell ids derived from the source
+        release_nb = release_notebook(master)
+    elif release.parent.is_dir():
         for path in sorted(release.parent.rglob("*")):
             rel = path.relative_to(release.parent)
             if (path.is_file() and not path.is_symlink() and path != release and not any(
@@ -58,12 +66,14 @@ def load_unit(unit: str, source: Path | None = None, release: Path | None = None
 
 def make_job(unit: Unit, submission: Submission, limits: Limits, log_dir: Path) -> dict:
     """The plain-data job for one submission (picklable for a process pool or Dask)."""
-    from infopt.grading.tamper import scan_cells
+    from infopt.grading.tamper import scan_cells, shadowed_module
 
     cells, notes = assemble(submission.notebook, unit.master, unit.release)
     labelled = [(c.grade_id or f"cell {i}", c.source) for i, c in enumerate(cells)
                 if c.author == "student" and c.kind != "markdown"]
     findings = [str(f) for f in scan_cells(labelled)]
+    findings += [f"upload ships `{name}`, which would shadow the module `{shadowed_module(name)}` (not used)"
+                 for name in submission.shipped if shadowed_module(name)]
     return {"student": submission.student, "cells": [dataclasses.asdict(c) for c in cells],
             "notes": submission.notes + notes, "findings": findings, "limits": dataclasses.asdict(limits),
             "log_path": str(Path(log_dir) / f"{submission.student}.jsonl"), "files": unit.files}

@@ -30,6 +30,7 @@ class Submission:
     notebook: dict | None = None
     origin: str = ""
     notes: list[str] = dataclasses.field(default_factory=list)
+    shipped: list[str] = dataclasses.field(default_factory=list)  # other files in the upload (never used)
 
 
 def safe_id(raw: str) -> str:
@@ -111,19 +112,26 @@ def parse_notebook(data: bytes) -> tuple[dict | None, str]:
     return nb, ""
 
 
-def _read_upload(path: Path, unit: str) -> tuple[bytes | None, str, str]:
-    """(notebook bytes, origin, note or error) from one upload: a notebook, a zip or a folder."""
+def _read_upload(path: Path, unit: str, shipped: list[str]) -> tuple[bytes | None, str, str]:
+    """(notebook bytes, origin, note or error) from one upload: a notebook, a zip or a folder.
+
+    The names of the upload's other files are appended to `shipped` (they are never copied anywhere).
+    """
     if path.is_dir():
-        names = [str(p.relative_to(path)) for p in path.rglob("*.ipynb") if p.is_file() and not p.is_symlink()]
+        names = [str(p.relative_to(path)) for p in path.rglob("*") if p.is_file() or p.is_symlink()]
         chosen, note = _pick(names, unit)
+        shipped.extend(n for n in names if n != chosen and not any(p in n for p in _IGNORED_PARTS))
         if chosen is None:
             return None, str(path), note
+        if (path / chosen).is_symlink():
+            return None, str(path), f"{chosen} is a symbolic link; upload the notebook file itself"
         return (path / chosen).read_bytes(), str(path / chosen), note
     if path.suffix == ".zip":
         try:
             with zipfile.ZipFile(path) as archive:
                 infos = {i.filename: i for i in archive.infolist() if not i.is_dir()}
                 chosen, note = _pick(list(infos), unit)
+                shipped.extend(n for n in infos if n != chosen and not any(p in n for p in _IGNORED_PARTS))
                 if chosen is None:
                     return None, str(path), note + " in the zip"
                 if infos[chosen].file_size > MAX_NOTEBOOK_BYTES:
@@ -133,8 +141,7 @@ def _read_upload(path: Path, unit: str) -> tuple[bytes | None, str, str]:
         except (zipfile.BadZipFile, OSError, RuntimeError) as err:
             return None, str(path), f"upload is not a readable zip file ({err})"
     if path.suffix == ".ipynb":
-        note = "" if path.name.startswith(unit) or path.stem == path.parent.name else ""
-        return path.read_bytes(), str(path), note
+        return path.read_bytes(), str(path), ""
     return None, str(path), f"upload {path.name} is neither a notebook, a zip nor a folder"
 
 
@@ -173,8 +180,11 @@ def find_submissions(root: Path, unit: str, roster: list[str] | None = None) -> 
             found[student] = Submission(student, "missing", "no submission")
             continue
         paths = sorted(paths, key=lambda p: p.stat().st_mtime)
-        data, origin, note = _read_upload(paths[-1], unit)
+        shipped: list[str] = []
+        data, origin, note = _read_upload(paths[-1], unit, shipped)
         notes = [note] if note and data is not None else []
+        if shipped:
+            notes.append(f"ignored {len(shipped)} other file(s) in the upload: {', '.join(sorted(shipped)[:5])}")
         if len(paths) > 1:
             notes.append(f"{len(paths)} uploads; graded the latest, {paths[-1].name}")
         if data is None:
@@ -184,7 +194,7 @@ def find_submissions(root: Path, unit: str, roster: list[str] | None = None) -> 
         if nb is None:
             found[student] = Submission(student, "error", error, origin=origin, notes=notes)
         else:
-            found[student] = Submission(student, "ok", "", nb, origin, notes)
+            found[student] = Submission(student, "ok", "", nb, origin, notes, shipped)
         if roster and student not in roster:
             found[student].notes.append("student is not on the roster")
     return found

@@ -95,8 +95,14 @@ def write_summary(records: list[dict], exercises: list[str], unit_name: str, pat
 
 def write_gradebook(records: list[dict], unit, path: Path) -> None:
     """An nbgrader gradebook with the unit's grade cells and each graded student's auto scores (no cell sources)."""
+    import os
+    import sys
+
     from nbgrader.api import Gradebook, MissingEntry
 
+    bindir = os.path.dirname(sys.executable)  # nbgrader runs `alembic` from the venv's bin/
+    if bindir not in os.environ.get("PATH", "").split(os.pathsep):
+        os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
     with Gradebook(f"sqlite:///{path}") as gb:
         gb.update_or_create_assignment(unit.name)
         try:

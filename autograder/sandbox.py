@@ -181,6 +181,17 @@ class Sandbox:
         except (OSError, ValueError, IndexError):
             return False
 
+    def peak_memory_mb(self) -> float | None:
+        """The highest memory use of the sandbox so far (MB), when a memory cgroup measures it."""
+        group = self.memory_cgroup
+        for knob in ("memory.max_usage_in_bytes", "memory.peak"):
+            if group is not None and (group / knob).exists():
+                try:
+                    return round(int((group / knob).read_text().split()[0]) / 2**20, 1)
+                except (OSError, ValueError, IndexError):
+                    return None
+        return None
+
     def kill_all(self) -> None:
         """SIGKILL every process still in this sandbox's cgroups (the pid namespace already took the rest)."""
         for _ in range(50):

@@ -83,4 +83,5 @@ def score(student: str, cells: list[GradedCell], run: dict, findings: list[str],
             "total": sum(e["score"] for e in exercises.values()),
             "max_total": sum(e["max"] for e in exercises.values()),
             "exercises": exercises, "tests": tests, "flags": flags, "notes": list(notes), "events": events,
-            "seconds": round(run.get("seconds", 0.0), 3), "mechanisms": run.get("mechanisms", {})}
+            "seconds": round(run.get("seconds", 0.0), 3), "peak_memory_mb": run.get("peak_memory_mb"),
+            "mechanisms": run.get("mechanisms", {})}

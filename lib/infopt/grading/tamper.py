@@ -47,6 +47,7 @@ def _is_hook(dotted: str) -> bool:
 _INTROSPECTION = frozenset({"_getframe", "settrace", "setprofile", "get_objects", "get_referrers", "f_back",
                             "f_globals", "f_locals", "gi_frame", "tb_frame", "addaudithook"})
 _SHADOWED_MODULES = frozenset({"numpy", "infopt", "builtins", "unittest", "math", "torch", "IPython"})
+_GRADER_PATHS = ("solutions/", "/solutions", "gradebook.db", "/autograder", "/course/")
 _MAGIC_LINE = re.compile(r"^(\s*)([%!].*)$")
 
 
@@ -63,8 +64,11 @@ class TamperFinding:
         return f"{self.cell}, line {self.line}: {self.reason}: `{self.code.strip()[:120]}`"
 
 
-def scan_source(source: str, cell: str = "cell") -> list[TamperFinding]:
-    """Scan one cell's Python source (IPython magics allowed) and return the lines that tamper with grading."""
+def scan_source(source: str, cell: str = "cell", aliases: dict[str, str] | None = None) -> list[TamperFinding]:
+    """Scan one cell's Python source (IPython magics allowed) and return the lines that tamper with grading.
+
+    `aliases` carries import aliases from earlier cells (`np` -> `numpy`); it is updated in place.
+    """
     if not isinstance(source, str):
         raise TypeError(f"scan_source needs the cell's source as str, got {type(source).__name__}")
     lines = source.splitlines()
@@ -83,7 +87,7 @@ def scan_source(source: str, cell: str = "cell") -> list[TamperFinding]:
         tree = ast.parse("\n".join(cleaned))
     except SyntaxError:
         return findings  # the cell will fail when it runs; nothing to judge statically
-    visitor = _Visitor(cell, lines)
+    visitor = _Visitor(cell, lines, aliases)
     visitor.visit(tree)
     return findings + visitor.findings
 
@@ -91,8 +95,9 @@ def scan_source(source: str, cell: str = "cell") -> list[TamperFinding]:
 def scan_cells(cells: list[tuple[str, str]]) -> list[TamperFinding]:
     """Scan (label, source) pairs in order; return every finding, cell by cell."""
     found: list[TamperFinding] = []
+    aliases: dict[str, str] = {}
     for label, source in cells:
-        found.extend(scan_source(source, label))
+        found.extend(scan_source(source, label, aliases))
     return found
 
 
@@ -120,8 +125,9 @@ def _dotted(node: ast.AST) -> str:
 class _Visitor(ast.NodeVisitor):
     """Walks one cell's AST and records findings with their line numbers."""
 
-    def __init__(self, cell: str, lines: list[str]) -> None:
+    def __init__(self, cell: str, lines: list[str], aliases: dict[str, str] | None = None) -> None:
         self.cell, self.lines, self.findings = cell, lines, []
+        self.aliases = aliases if aliases is not None else {}  # `import numpy as np` -> {'np': 'numpy'}
         self.depth = 0  # >0 inside a function or class body
 
     def flag(self, node: ast.AST, reason: str) -> None:
@@ -143,7 +149,12 @@ class _Visitor(ast.NodeVisitor):
         if not dotted:
             return
         head, _, attr = dotted.rpartition(".")
-        if head in _TESTING_MODULES or head.endswith(".testing") or head.startswith(("np.testing",
+        first, _, rest = head.partition(".")
+        head = ".".join(filter(None, [self.aliases.get(first, first), rest]))
+        dotted = f"{head}.{attr}" if head else attr
+        if head and attr.startswith(("assert_", "check_", "assert")):
+            self.flag(node, f"replaces `{dotted}`, a checking function")
+        elif head in _TESTING_MODULES or head.endswith(".testing") or head.startswith(("np.testing",
                                                                                      "infopt.grading")):
             self.flag(node, f"replaces `{dotted}`, part of the testing machinery")
         elif _is_hook(dotted):
@@ -206,17 +217,21 @@ class _Visitor(ast.NodeVisitor):
     # --- imports --------------------------------------------------------------------------------------------
     def visit_Import(self, node: ast.Import) -> None:
         for alias in node.names:
-            if alias.name in ("ctypes", "gc", "inspect") or alias.name.startswith("ctypes."):
+            if alias.asname:
+                self.aliases[alias.asname] = alias.name
+            if alias.name == "gc":
                 self.flag(node, f"imports `{alias.name}` (can reach into the grader's objects)")
             if self.depth == 0 and alias.asname in _GUARDED_BUILTINS:
                 self.flag(node, f"imports a module as `{alias.asname}`, shadowing the builtin")
         self.generic_visit(node)
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
-        if node.module in ("ctypes", "gc", "inspect"):
+        if node.module == "gc":
             self.flag(node, f"imports from `{node.module}` (can reach into the grader's objects)")
         for alias in node.names:
             bound = alias.asname or alias.name
+            if node.module:
+                self.aliases[bound] = f"{node.module}.{alias.name}"
             if self.depth == 0 and bound in _GUARDED_BUILTINS and node.module != "builtins":
                 self.flag(node, f"imports `{alias.name}` as `{bound}`, shadowing the builtin the tests use")
         self.generic_visit(node)
@@ -250,13 +265,23 @@ class _Visitor(ast.NodeVisitor):
             path = node.args[0].value
             if path.endswith(".py") and len(node.args) > 1 and "w" in str(getattr(node.args[1], "value", "")):
                 self.flag(node, f"writes a Python module `{path}` (can shadow what the tests import)")
-            if any(word in path for word in ("solutions", "gradebook", "source/", "/autograder", "..")):
+            if path.startswith(("..", "/")) and not path.startswith(("/tmp", "/dev/null")):
                 self.flag(node, f"opens `{path}`, outside the student's folder")
+        self.generic_visit(node)
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        if isinstance(node.value, str) and any(word in node.value for word in _GRADER_PATHS):
+            self.flag(node, "refers to the grader's files (solutions, course or gradebook)")
+
+    def visit_keyword(self, node: ast.keyword) -> None:
+        if node.arg in ("start_new_session", "preexec_fn", "process_group") and not (
+                isinstance(node.value, ast.Constant) and node.value.value in (False, None)):
+            self.flag(node.value, f"starts a detached process (`{node.arg}=`) that could outlive the kernel")
         self.generic_visit(node)
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         if node.attr in ("f_back", "f_globals", "f_locals", "tb_frame", "gi_frame", "__subclasses__",
-                         "__globals__", "__code__", "__closure__"):
+                         "__globals__", "__code__", "__closure__", "pythonapi"):
             self.flag(node, f"reads `{node.attr}` (reaches into other code's frames or functions)")
         self.generic_visit(node)
 
