@@ -152,3 +152,16 @@ def test_runs_in_topological_order_not_stored_order():
     g.outputs = ["b"]
     x = np.array([0.5, -1.0], np.float32)
     np.testing.assert_allclose(run_graph(g, {"x": x})["b"], np.exp(-x), rtol=1e-6)
+
+
+def test_ieee_results_without_warnings():
+    g = Graph("g")
+    g.add_input("x", TensorType((3,)))
+    g.add_node("Sqrt", ["x"], outputs=["s"])
+    g.add_node("Log", ["x"], outputs=["l"])
+    g.outputs = ["s", "l"]
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = run_graph(g, {"x": np.array([-1.0, 0.0, 4.0], np.float32)})
+    assert np.isnan(out["s"][0]) and out["s"][2] == 2 and out["l"][1] == -np.inf

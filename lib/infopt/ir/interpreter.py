@@ -96,7 +96,8 @@ def run_graph(graph, feeds, trace=False, check_types=True):
         opdef = get_op(node.op, node)
         t0 = time.perf_counter()
         try:
-            outs = opdef.compute(args, node.attrs)
+            with np.errstate(all="ignore"):  # IEEE results (inf, nan) as onnxruntime gives, without warnings
+                outs = opdef.compute(args, node.attrs)
         except GraphError as e:
             raise GraphError(f"node {node.label} ({node.op}): {e}") from None
         except (ValueError, IndexError, TypeError, FloatingPointError) as e:

@@ -34,7 +34,9 @@ class OpDef:
     ``infer(input_types, attrs)`` returns the output types (None stands for an absent optional input);
     ``compute(inputs, attrs)`` returns the outputs as numpy arrays. ``commutative`` lets CSE canonicalize
     input order; ``elementwise`` marks ops whose output element i depends only on input element i
-    (after broadcasting), which fusion relies on.
+    (after broadcasting), which fusion relies on. ``const_inputs`` lists the inputs whose values
+    ``infer`` needs (it is then called as ``infer(types, attrs, consts)``); ``num_outputs`` bounds the
+    output count for ops with optional trailing outputs (``infer`` returns them all; the node keeps a prefix).
     """
 
     name: str
