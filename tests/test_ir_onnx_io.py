@@ -92,6 +92,15 @@ def test_import_accepts_path_and_bytes(rng, tmp_path):
     assert_graphs_equal(a, c)
 
 
+def test_initializers_listed_as_inputs_are_not_graph_inputs(rng):
+    """Old exporters (keep_initializers_as_inputs) also declare every weight as a graph input."""
+    m = small_model(rng)
+    for t in m.graph.initializer:
+        m.graph.input.append(helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)))
+    g = from_onnx(m)
+    assert g.inputs == ["x"] and set(g.initializers) == {"w", "fc"}
+
+
 def test_constant_nodes_stay_nodes_and_values_are_arrays():
     g = from_onnx(transformer_block_onnx())
     consts = [n for n in g.nodes if n.op == "Constant"]

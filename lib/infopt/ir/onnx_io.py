@@ -149,6 +149,28 @@ def _attr_value(a, where: str) -> Any:
                           "(subgraphs, sparse tensors) is not supported by the infopt IR")
 
 
+def _strip_large_initializers(m, limit: int = 1024) -> None:
+    """Turn initializers of more than ``limit`` elements into typed graph inputs, in place.
+
+    The checker and shape inference serialize the whole model; weights are most of its bytes and
+    shape inference needs only their types (small ones, e.g. Reshape targets, keep their values).
+    """
+    from onnx import helper
+
+    declared = {i.name for i in m.graph.input}
+    small = []
+    for t in m.graph.initializer:
+        if int(np.prod(t.dims, dtype=np.int64)) <= limit:
+            small.append(t)
+        elif t.name not in declared:
+            m.graph.input.append(helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)))
+    kept = [type(t)() for t in small]
+    for dst, src in zip(kept, small):
+        dst.CopyFrom(src)
+    del m.graph.initializer[:]
+    m.graph.initializer.extend(kept)
+
+
 def from_onnx(
     model: Any,
     input_shapes: Mapping[str, Sequence[int]] | None = None,
@@ -163,7 +185,12 @@ def from_onnx(
     from onnx import numpy_helper
 
     where = f"ONNX file {model}" if isinstance(model, (str, os.PathLike)) else "ONNX model"
-    m = _load(model, where)
+    m = _load(model, where)  # a private copy: edited in place below
+    try:
+        inits = {t.name: numpy_helper.to_array(t) for t in m.graph.initializer}
+    except Exception as e:
+        raise OnnxImportError(f"{where}: an initializer cannot be read as an array ({e})") from None
+    _strip_large_initializers(m)
     try:
         onnx.checker.check_model(m)
     except onnx.checker.ValidationError as e:
@@ -187,7 +214,6 @@ def from_onnx(
         raise OnnxImportError(f"{where}: ONNX shape inference failed: {str(e).strip()}") from None
 
     g = m.graph
-    inits = {t.name: numpy_helper.to_array(t) for t in g.initializer}
     infos = {vi.name: vi for vi in [*g.input, *g.value_info, *g.output]}
     hint = "the graph inputs have dynamic dimensions; " if any(
         any(not d.HasField("dim_value") for d in i.type.tensor_type.shape.dim) for i in g.input
@@ -313,11 +339,12 @@ def to_onnx(graph: Graph, opset: int = OPSET, check: bool = True):
         for n in graph.nodes for v in n.outputs
         if v and v not in boundary and v in graph.types
     ]
+    big = [k for k, a in graph.initializers.items() if np.asarray(a).size > 1024]
     g = helper.make_graph(
         nodes, graph.name,
-        [_value_info(v, graph.types[v]) for v in graph.inputs],
+        [_value_info(v, graph.types[v]) for v in graph.inputs] + [_value_info(k, graph.types[k]) for k in big],
         [_value_info(v, graph.types[v]) for v in graph.outputs],
-        initializer=[numpy_helper.from_array(np.asarray(a), k) for k, a in graph.initializers.items()],
+        initializer=[numpy_helper.from_array(np.asarray(a), k) for k, a in graph.initializers.items() if k not in big],
         value_info=value_info,
     )
     imports = [helper.make_opsetid("", OPSET)]
@@ -328,9 +355,14 @@ def to_onnx(graph: Graph, opset: int = OPSET, check: bool = True):
     helper.set_model_props(model, {_LAYOUT_KEY: json.dumps(layouts, sort_keys=True)})
     if opset != OPSET:
         model = onnx.version_converter.convert_version(model, opset)
-    if check:
+    if check:  # checked without the large weights (the checker serializes the model; their types are declared)
         try:
             onnx.checker.check_model(model, full_check=True)
         except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as e:
             raise GraphError(f"graph {graph.name!r} exports to an invalid ONNX model: {e}") from None
+    inputs = [vi for vi in model.graph.input if vi.name not in set(big)]
+    del model.graph.input[:]
+    model.graph.input.extend(inputs)
+    del model.graph.initializer[:]  # all weights, in the graph's order
+    model.graph.initializer.extend(numpy_helper.from_array(np.asarray(a), k) for k, a in graph.initializers.items())
     return model

@@ -118,7 +118,7 @@ def _build(block: str, layers: tuple[int, ...], num_classes: int, seed: int, wid
             elif isinstance(m, nn.BatchNorm2d):
                 nn.init.uniform_(m.weight, 0.5, 1.5)
                 nn.init.normal_(m.bias, 0.0, 0.1)
-        calibrate_batchnorm(model, torch.randn(4, 3, 112, 112))
+        calibrate_batchnorm(model, torch.randn(2, 3, 112, 112))
     return model.eval()
 
 
