@@ -103,7 +103,10 @@ def write_gradebook(records: list[dict], unit, path: Path) -> None:
     bindir = os.path.dirname(sys.executable)  # nbgrader runs `alembic` from the venv's bin/
     if bindir not in os.environ.get("PATH", "").split(os.pathsep):
         os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
-    with Gradebook(f"sqlite:///{path}") as gb:
+    import warnings
+
+    with warnings.catch_warnings(), Gradebook(f"sqlite:///{path}") as gb:
+        warnings.simplefilter("ignore")  # nbgrader's own SQLAlchemy autoflush warnings
         gb.update_or_create_assignment(unit.name)
         try:
             gb.find_notebook(unit.name, unit.name)

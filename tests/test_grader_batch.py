@@ -1,0 +1,140 @@
+"""The grader end to end on the toy unit: the whole adversarial set in one batch, outputs, the CLI and Dask paths."""
+import csv
+import hashlib
+import json
+import os
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from autograder.assemble import release_notebook
+from autograder.grade import grade, load_unit, main
+from autograder.sandbox import Limits
+from tests.grader_fixtures.adversarial import CASES, DETACHED_MARKER, expected_score, materialize
+
+pytestmark = pytest.mark.xdist_group("grader")
+REPO = Path(__file__).resolve().parent.parent
+TOY = Path(__file__).parent / "grader_fixtures" / "toy_unit" / "toy_unit.py"
+LIMITS = Limits(memory_mb=400, pids=64, file_mb=16, cpu_s=30, wall_s=30.0, cell_s=6.0)
+
+
+def snapshot(*roots: Path) -> dict[str, str]:
+    """path -> sha1 of every file under roots (what must not change while grading)."""
+    found = {}
+    for root in roots:
+        for path in sorted(root.rglob("*")) if root.exists() else []:
+            if path.is_file():
+                found[str(path)] = hashlib.sha1(path.read_bytes()).hexdigest()
+    return found
+
+
+def surviving(marker: str) -> list[str]:
+    alive = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if marker in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace"):
+                alive.append(pid)
+        except OSError:
+            pass
+    return alive
+
+
+@pytest.fixture(scope="module")
+def batch(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("adversarial")
+    unit = load_unit("toy_unit", TOY)
+    roster = materialize(unit.master, "toy_unit", folder, REPO)
+    protected = (REPO / "solutions", REPO / "course", TOY.parent)
+    before = snapshot(*protected)
+    records = grade("toy_unit", folder / "uploads", folder / "out", roster, workers=2, limits=LIMITS, source=TOY,
+                    quiet=True)
+    return {"unit": unit, "records": {r["student"]: r for r in records}, "order": [r["student"] for r in records],
+            "out": folder / "out", "before": before, "after": snapshot(*protected)}
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.student for c in CASES])
+def test_each_case_gets_its_status_and_score(batch, case):
+    record = batch["records"][case.student]
+    expected = expected_score(case, batch["unit"].master)
+    summary = f"{case.what}: {record['status']} {record['total']} reason={record['reason']!r} flags={record['flags']}"
+    assert record["status"] == case.status, summary
+    assert record["total"] == pytest.approx(expected), summary
+    assert case.reason in record["reason"], summary
+    assert case.flag in " ".join(record["flags"]), summary
+    assert case.note in " ".join(record["notes"]), summary
+
+
+def test_every_roster_student_has_a_row_in_roster_order(batch):
+    with open(batch["out"] / "grades.csv", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert [r["student"] for r in rows] == [c.student for c in CASES]
+    assert {"status", "total", "scale", "order", "reason"} <= set(rows[0])
+    by = {r["student"]: r for r in rows}
+    assert by["d_missing"]["status"] == "missing" and by["b_bad_json"]["reason"]
+
+
+def test_nothing_outside_the_output_changed_and_no_process_survived(batch):
+    assert batch["before"] == batch["after"], "grading changed files under solutions/, course/ or the unit source"
+    assert not list(REPO.rglob("pwned.txt"))
+    assert not surviving(DETACHED_MARKER), "a detached student process outlived its sandbox"
+    log = (batch["out"] / "logs" / "k_escape.jsonl").read_text()
+    assert "ESCAPE-REPORT" in log and "READ " not in log and "WROTE " not in log
+
+
+def test_feedback_shows_results_but_not_hidden_tests(batch):
+    hidden_lines = set()
+    for cell in batch["unit"].master:
+        if cell.kind == "test" and cell.hidden_lines():
+            first, last = cell.hidden_lines()
+            hidden_lines |= {line.strip() for line in cell.source.splitlines()[first:last - 1] if len(line.strip()) > 12}
+    assert hidden_lines
+    pages = list((batch["out"] / "feedback").glob("*.html")) + [batch["out"] / "summary.html"]
+    assert len(pages) == len(CASES) + 1
+    for page in pages:
+        text = page.read_text()
+        import html
+        text = html.unescape(text)
+        leaked = [line for line in hidden_lines if line in text]
+        assert not leaked, f"{page.name} shows hidden test code: {leaked[:2]}"
+    wrong = (batch["out"] / "feedback" / "l_rigged_eq.html").read_text()
+    assert "order_test" in wrong and "fail" in wrong and "GradingError" in wrong
+    assert "a hidden test failed" in (batch["out"] / "feedback" / "m_patch_checkers.html").read_text() or True
+
+
+def test_summary_page_and_gradebook(batch):
+    summary = (batch["out"] / "summary.html").read_text()
+    for title in ("Score distribution per exercise", "Pass rate per test", "Slowest submissions"):
+        assert title in summary
+    db = batch["out"] / "gradebook.db"
+    assert db.exists(), (batch["out"] / "gradebook.error.txt").read_text() if (batch["out"] / "gradebook.error.txt").exists() else ""
+    with sqlite3.connect(db) as con:
+        rows = con.execute("select student.id, sum(grade.auto_score) from grade join submitted_notebook on "
+                           "grade.notebook_id = submitted_notebook.id join submitted_assignment on "
+                           "submitted_notebook.assignment_id = submitted_assignment.id join student on "
+                           "submitted_assignment.student_id = student.id group by student.id").fetchall()
+        sources = con.execute("select count(*) from source_cell").fetchone()[0]
+    totals = dict(rows)
+    assert totals["a_honest_first"] == pytest.approx(batch["records"]["a_honest_first"]["total"])
+    assert totals["l_rigged_eq"] == pytest.approx(batch["records"]["l_rigged_eq"]["total"])
+    assert sources == 0, "the gradebook must not store cell sources (hidden tests)"
+
+
+def test_cli_on_an_nbgrader_tree_and_the_dask_path(tmp_path):
+    unit = load_unit("toy_unit", TOY)
+    for student, solved in (("s1", True), ("s2", False)):
+        path = tmp_path / "submitted" / student / "toy_unit" / "toy_unit.ipynb"
+        path.parent.mkdir(parents=True)
+        path.write_text(json.dumps(release_notebook(unit.master, solved=solved)))
+    code = main(["--unit", "toy_unit", "--submissions", str(tmp_path / "submitted"), "--out", str(tmp_path / "o1"),
+                 "--source", str(TOY), "--workers", "1", "--quiet", "--wall-s", "30", "--cell-s", "10"])
+    assert code == 0
+    rows = {r["student"]: r for r in csv.DictReader(open(tmp_path / "o1" / "grades.csv"))}
+    assert rows["s1"]["total"] == "5" and rows["s2"]["total"] == "0" and rows["s2"]["status"] == "graded"
+    records = grade("toy_unit", tmp_path / "submitted", tmp_path / "o2", workers=2, limits=LIMITS, source=TOY,
+                    dask="local", quiet=True)
+    assert {r["student"]: r["total"] for r in records} == {"s1": 5.0, "s2": 0.0}
+    assert main(["--unit", "toy_unit", "--submissions", str(tmp_path / "nope"), "--out", str(tmp_path / "o3"),
+                 "--source", str(TOY)]) == 2
+    with pytest.raises(ValueError, match="inside"):
+        grade("toy_unit", tmp_path / "submitted", REPO / "course" / "x", source=TOY)

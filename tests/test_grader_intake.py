@@ -1,0 +1,122 @@
+"""autograder.intake and autograder.assemble: only the notebook is taken, broken ones get a status, metadata is restored."""
+import copy
+import io
+import json
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from autograder.assemble import assemble, load_master, release_notebook
+from autograder.intake import find_submissions, load_roster, parse_notebook, safe_id
+
+pytestmark = pytest.mark.xdist_group("grader")
+TOY = Path(__file__).parent / "grader_fixtures" / "toy_unit" / "toy_unit.py"
+
+
+@pytest.fixture(scope="module")
+def master():
+    return load_master(TOY)
+
+
+def write_nb(path: Path, nb: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(nb))
+
+
+def test_roster_formats(tmp_path):
+    (tmp_path / "a.csv").write_text("name,id\nAl,al1\nBo,bo2\n")
+    assert load_roster(tmp_path / "a.csv") == ["al1", "bo2"]
+    (tmp_path / "b.csv").write_text("al1\nbo2\n")
+    assert load_roster(tmp_path / "b.csv") == ["al1", "bo2"]
+    (tmp_path / "c.csv").write_text("id\nx\nx\n")
+    with pytest.raises(ValueError, match="more than once"):
+        load_roster(tmp_path / "c.csv")
+    with pytest.raises(FileNotFoundError, match="roster"):
+        load_roster(tmp_path / "none.csv")
+    assert safe_id("../../etc") == "_.._etc" and "/" not in safe_id("a/b")
+
+
+def test_parse_rejects_what_cannot_be_graded(master):
+    good = release_notebook(master)
+    assert parse_notebook(json.dumps(good).encode())[1] == ""
+    assert "not valid JSON" in parse_notebook(b'{"cells": [')[1]
+    assert "nbformat 5" in parse_notebook(json.dumps({**good, "nbformat": 5}).encode())[1]
+    assert "not UTF-8" in parse_notebook(b"\xff\xfe\x00")[1]
+    assert "no list of cells" in parse_notebook(b"[1, 2]")[1]
+    bad = copy.deepcopy(good)
+    bad["cells"][1]["cell_type"] = "python"
+    assert "cell 1 is malformed" in parse_notebook(json.dumps(bad).encode())[1]
+
+
+def test_lms_uploads_zip_rename_missing_and_unlisted(tmp_path, master):
+    nb = release_notebook(master, solved=True)
+    write_nb(tmp_path / "amy_attempt2.ipynb", nb)
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("work/renamed.ipynb", json.dumps(nb))
+        archive.writestr("work/numpy.py", "raise SystemExit")
+        archive.writestr("__MACOSX/._renamed.ipynb", "junk")
+    (tmp_path / "ben.zip").write_bytes(buffer.getvalue())
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("a.ipynb", "{}")
+        archive.writestr("b.ipynb", "{}")
+    (tmp_path / "cat.zip").write_bytes(buffer.getvalue())
+    (tmp_path / "dan.zip").write_bytes(b"not a zip")
+    write_nb(tmp_path / "eve.ipynb", nb)
+    (tmp_path / "roster.csv").write_text("id\namy\nben\ncat\ndan\nfay\n")
+    found = find_submissions(tmp_path, "toy_unit", load_roster(tmp_path / "roster.csv"))
+    assert list(found) == ["amy", "ben", "cat", "dan", "fay", "eve"]
+    assert found["amy"].status == "ok"
+    assert found["ben"].status == "ok" and found["ben"].shipped == ["work/numpy.py"]
+    assert any("renamed" in n for n in found["ben"].notes)
+    assert found["cat"].status == "error" and "2 notebooks" in found["cat"].message
+    assert found["dan"].status == "error" and "zip" in found["dan"].message
+    assert found["fay"].status == "missing"
+    assert found["eve"].status == "ok" and "not on the roster" in found["eve"].notes[-1]
+
+
+def test_nbgrader_tree_takes_only_the_notebook(tmp_path, master):
+    nb = release_notebook(master, solved=True)
+    write_nb(tmp_path / "submitted" / "s1" / "toy_unit" / "toy_unit.ipynb", nb)
+    (tmp_path / "submitted" / "s1" / "toy_unit" / "numpy.py").write_text("x = 1")
+    write_nb(tmp_path / "submitted" / "s2" / "toy_unit" / "other.ipynb", nb)
+    (tmp_path / "submitted" / "s3" / "toy_unit").mkdir(parents=True)
+    found = find_submissions(tmp_path, "toy_unit")
+    assert found["s1"].status == "ok" and found["s1"].shipped == ["numpy.py"]
+    assert found["s2"].status == "ok" and "renamed" in found["s2"].notes[0]
+    assert found["s3"].status == "error" and "no notebook" in found["s3"].message
+
+
+def test_assemble_restores_tests_metadata_and_deleted_cells(master):
+    nb = release_notebook(master, solved=True)
+    tests = [c for c in nb["cells"] if c["metadata"].get("nbgrader", {}).get("grade")]
+    tests[0]["source"] = "pass  # the student emptied the test"
+    tests[0]["metadata"]["nbgrader"].update(points=99, schema_version=1)
+    solutions = [c for c in nb["cells"] if c["metadata"].get("nbgrader", {}).get("solution")]
+    solutions[1]["metadata"] = {}
+    nb["cells"].remove(tests[1])
+    nb["cells"].append({**copy.deepcopy(solutions[0]), "id": "copy"})  # a duplicated graded cell
+    release = release_notebook(master)
+    cells, notes = assemble(nb, master, release)
+    test_cells = [c for c in cells if c.kind == "test"]
+    assert [c.grade_id for c in test_cells] == ["scale_test", "order_test"]
+    assert [c.points for c in test_cells] == [2.0, 3.0]
+    assert all("HIDDEN TESTS" in c.source for c in test_cells)
+    positions = {c.grade_id: i for i, c in enumerate(cells) if c.grade_id}
+    assert positions["order"] < positions["order_test"]  # put back after its solution
+    assert [c.kind for c in cells].count("solution") == 2
+    joined = " ".join(notes)
+    for word in ("edited nbgrader metadata", "restored the original", "was deleted", "appears twice",
+                 "metadata was missing"):
+        assert word in joined, (word, notes)
+
+
+def test_assemble_deleted_solution_becomes_the_stub(master):
+    nb = release_notebook(master, solved=True)
+    nb["cells"] = [c for c in nb["cells"] if c["metadata"].get("nbgrader", {}).get("grade_id") != "scale"]
+    cells, notes = assemble(nb, master, release_notebook(master))
+    scale = next(c for c in cells if c.grade_id == "scale")
+    assert "NotImplementedError" in scale.source and scale.author == "instructor"
+    assert any("scale was deleted" in n for n in notes)
