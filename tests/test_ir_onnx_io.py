@@ -266,3 +266,29 @@ def test_export_rejects_untyped_output():
     g = Graph("bad", inputs=[], outputs=["ghost"])
     with pytest.raises(GraphError, match="ghost"):
         to_onnx(g)
+
+
+def test_infopt_domain_op_round_trips(rng):
+    """An op registered by a later layer exports in the "infopt" domain and imports back, typed."""
+    from infopt.ir import OPS, OpDef, register_op
+
+    register_op(OpDef("ScaledRelu_test", lambda ts, a: [ts[0]],
+                      lambda xs, a: [np.maximum(xs[0], 0) * a["scale"]], (1, 1)))
+    try:
+        g = Graph("f")
+        x = g.add_input("x", TensorType((2, 3)))
+        y = g.add_node("ScaledRelu_test", [x], {"scale": float(np.float32(rng.uniform(1, 3)))}).outputs[0]
+        g.outputs.append(g.add_node("Relu", [y]).outputs[0])
+        m = to_onnx(g)
+        assert [(n.op_type, n.domain) for n in m.graph.node] == [("ScaledRelu_test", "infopt"), ("Relu", "")]
+        assert_graphs_equal(from_onnx(m), g)
+    finally:
+        OPS.pop("ScaledRelu_test")
+
+
+def test_foreign_domain_op_is_unsupported(rng):
+    m = small_model(rng)
+    m.graph.node[1].domain = "com.microsoft"
+    m.opset_import.append(helper.make_opsetid("com.microsoft", 1))
+    with pytest.raises(UnsupportedOpError, match="com.microsoft"):
+        from_onnx(m)

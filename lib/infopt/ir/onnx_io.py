@@ -325,7 +325,8 @@ def _export_node(node: Node, graph: Graph) -> list:
 def to_onnx(graph: Graph, opset: int = OPSET, check: bool = True):
     """Export a Graph as an ONNX ModelProto (checked with ``onnx.checker.check_model(full_check=True)``).
 
-    Layout tags travel in the model's metadata so ``from_onnx(to_onnx(g))`` gives back ``g``.
+    Layout tags travel in the model's metadata so ``from_onnx(to_onnx(g))`` gives back ``g`` (float
+    attributes are 32-bit in ONNX, so a Python float attribute comes back rounded to float32).
     """
     import onnx
     from onnx import helper, numpy_helper
