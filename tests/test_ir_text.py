@@ -53,6 +53,9 @@ def awkward_graph() -> Graph:
     n.attrs["empty"] = []
     n.attrs["strs"] = ["a", "b c"]
     n.attrs["neg_float"] = -0.5
+    n.attrs["nested"] = {"config": {"rows": 4, "fast": True, "dtype": "f32"}, "none": None, "2x": [(1, 2), {}]}
+    n.attrs["nothing"] = None
+    n.attrs["odd key"] = 1
     g.outputs = ["ln", "mask", "big", "small", "fl"]
     return g
 

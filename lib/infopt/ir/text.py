@@ -10,7 +10,8 @@
 Constants with more than ``max_inline`` elements are elided (``%w = const f32[4,3,3,3]``); the parser takes
 their values from ``constants``. Array attributes (Constant's ``value``) print as ``dense<f32[2] [1.0, 2.0]>``,
 elided ones as ``dense<f32[64,64]>``, looked up in ``constants`` under the node's first output name.
-Value names that are not plain identifiers are quoted: ``%"onnx::Conv_12"``. An absent optional input
+Attribute values: ints, floats (always with '.', 'e', inf or nan), "strings", true/false, none,
+[lists], {key=value} dicts and dense<...> arrays. Value names that are not plain identifiers are quoted: ``%"onnx::Conv_12"``. An absent optional input
 prints as ``none``.
 """
 from __future__ import annotations
@@ -43,6 +44,11 @@ def _data(value: np.ndarray) -> str:
     return "[" + ", ".join(_scalar(v, value.dtype) for v in value.reshape(-1)) + "]"
 
 
+def _key(k: str) -> str:
+    return k if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", k) and k not in ("true", "false", "none", "dense") \
+        else json.dumps(k)
+
+
 def _attr(v: Any, key: str, node: Node, max_inline: int) -> str:
     if isinstance(v, np.ndarray):
         t = TensorType.of(v)
@@ -57,8 +63,12 @@ def _attr(v: Any, key: str, node: Node, max_inline: int) -> str:
         return json.dumps(v)
     if isinstance(v, (list, tuple)):
         return "[" + ", ".join(_attr(x, key, node, max_inline) for x in v) + "]"
+    if isinstance(v, dict) and all(isinstance(k, str) for k in v):
+        return "{" + ", ".join(f"{_key(k)}={_attr(x, key, node, max_inline)}" for k, x in v.items()) + "}"
+    if v is None:
+        return "none"
     raise GraphError(f"node {node.label}: attribute {key}={v!r} of type {type(v).__name__} has no text form "
-                     "(use int, float, str, lists of them, or a numpy array)")
+                     "(use int, float, str, None, lists and str-keyed dicts of them, or a numpy array)")
 
 
 def to_text(graph: Graph, max_inline: int = 16) -> str:
@@ -78,7 +88,7 @@ def to_text(graph: Graph, max_inline: int = 16) -> str:
         ins = ", ".join(_name("%", i) if i else "none" for i in node.inputs)
         line = f"  {', '.join(typed(o) for o in node.outputs)} = {node.op}({ins})"
         if node.attrs:
-            line += " {" + ", ".join(f"{k}={_attr(v, k, node, max_inline)}" for k, v in node.attrs.items()) + "}"
+            line += " {" + ", ".join(f"{_key(k)}={_attr(v, k, node, max_inline)}" for k, v in node.attrs.items()) + "}"
         if node.name:
             line += f" loc({json.dumps(node.name)})"
         lines.append(line)
@@ -212,8 +222,22 @@ def _parse_attr(c: _Line, key: str, out_name: str, constants: Mapping[str, np.nd
                                  f"says {t}")
         c.take(">")
         return v
+    if c.peek("{"):
+        c.take("{")
+        items: dict[str, Any] = {}
+        while not c.peek("}"):
+            k = c.take(kind="str") if c.peek(kind="str") else c.take(kind="ident", what="a key")
+            c.take("=", what="'=' after the key")
+            items[k] = _parse_attr(c, key, out_name, constants)
+            if not c.peek("}"):
+                c.take(",", what="',' or '}'")
+        c.take("}")
+        return items
     if c.peek("true") or c.peek("false"):
         return c.take() == "true"
+    if c.peek("none"):
+        c.take()
+        return None
     if c.peek(kind="str"):
         return c.take()
     num = c.take(kind="num", what="an attribute value (number, string, list or dense<...>)")
@@ -308,7 +332,7 @@ def parse_text(text: str, constants: Mapping[str, np.ndarray] | None = None) -> 
         if c.peek("{"):
             c.take("{")
             while not c.peek("}"):
-                key = c.take(kind="ident", what="an attribute name")
+                key = c.take(kind="str") if c.peek(kind="str") else c.take(kind="ident", what="an attribute name")
                 c.take("=", what="'=' after the attribute name")
                 attrs[key] = _parse_attr(c, key, outs[0], constants)
                 if not c.peek("}"):

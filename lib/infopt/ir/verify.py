@@ -146,6 +146,8 @@ def _same_attr(a: Any, b: Any) -> bool:
             np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"))
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
         return len(a) == len(b) and all(_same_attr(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same_attr(a[k], b[k]) for k in a)
     if _kind(a) != _kind(b):
         return False
     if _kind(a) == "float" and a != a:
