@@ -14,10 +14,17 @@ from .registry import OpDef, register_op
 _SQRT_PI = 2.0 / math.sqrt(math.pi)
 
 
+def _erfc_abs(a: np.ndarray) -> np.ndarray:
+    """erfc(a) for a >= 0 with fractional error < 1.2e-7 (the Chebyshev fit of Numerical Recipes' erfcc)."""
+    t = 1.0 / (1.0 + 0.5 * a)
+    poly = -1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (-0.18628806 + t * (
+        0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277))))))))
+    return t * np.exp(-a * a + poly)
+
+
 def erf(x: np.ndarray) -> np.ndarray:
-    """The error function, elementwise, to float32 accuracy (Taylor series near 0, Chebyshev erfc beyond)."""
+    """The error function, elementwise, to float32 accuracy (Taylor series near 0, erfc beyond)."""
     x64 = np.asarray(x, dtype=np.float64)
-    a = np.abs(x64)
     # |x| < 0.5: erf(x) = 2/sqrt(pi) * sum (-1)^n x^(2n+1) / (n! (2n+1)); 12 terms reach double precision.
     x2 = x64 * x64
     term = x64.copy()
@@ -26,22 +33,8 @@ def erf(x: np.ndarray) -> np.ndarray:
         term = term * (-x2) / n
         small = small + term / (2 * n + 1)
     small *= _SQRT_PI
-    # |x| >= 0.5: erf(|x|) = 1 - erfc(|x|), erfc with fractional error < 1.2e-7 (Numerical Recipes erfcc).
-    t = 1.0 / (1.0 + 0.5 * a)
-    poly = -1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (-0.18628806 + t * (
-        0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277))))))))
-    erfc = t * np.exp(-a * a + poly)
-    big = np.sign(x64) * (1.0 - erfc)
-    return np.where(a < 0.5, small, big).astype(np.result_type(x), copy=False)
-
-
-def _erfc_neg(x64: np.ndarray) -> np.ndarray:
-    """1 + erf(x) computed without cancellation for negative x (= erfc(-x))."""
-    a = np.abs(x64)
-    t = 1.0 / (1.0 + 0.5 * a)
-    poly = -1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (-0.18628806 + t * (
-        0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277))))))))
-    return t * np.exp(-a * a + poly)
+    big = np.sign(x64) * (1.0 - _erfc_abs(np.abs(x64)))
+    return np.where(np.abs(x64) < 0.5, small, big).astype(np.result_type(x), copy=False)
 
 
 def gelu(x: np.ndarray, approximate: str = "none") -> np.ndarray:
@@ -51,7 +44,7 @@ def gelu(x: np.ndarray, approximate: str = "none") -> np.ndarray:
         y = 0.5 * x64 * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x64 + 0.044715 * x64**3)))
     elif approximate == "none":
         z = x64 / math.sqrt(2.0)
-        one_plus_erf = np.where(z < -0.5, _erfc_neg(np.minimum(z, 0.0)), 1.0 + erf(z))
+        one_plus_erf = np.where(z < -0.5, _erfc_abs(np.abs(z)), 1.0 + erf(z))  # no cancellation for z << 0
         y = 0.5 * x64 * one_plus_erf
     else:
         raise GraphError(f"Gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
