@@ -9,6 +9,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from infopt.ir import Graph, GraphError, Node, TensorType, UnsupportedOpError
 from infopt.ir.onnx_io import ONNX_EXPORTERS, OnnxImportError, from_onnx, register_onnx_exporter, to_onnx
+from infopt.ir.verify import graph_diff
 from infopt.models import resnet18_onnx, transformer_block_onnx
 
 
@@ -21,22 +22,9 @@ def rng(request):
 
 
 def assert_graphs_equal(a: Graph, b: Graph) -> None:
-    """Same name, boundary, nodes (op, names, attrs), constants and types; says what differs."""
-    assert (a.name, a.inputs, a.outputs) == (b.name, b.inputs, b.outputs)
-    assert len(a.nodes) == len(b.nodes), f"{len(a.nodes)} vs {len(b.nodes)} nodes"
-    for x, y in zip(a.nodes, b.nodes):
-        assert (x.op, x.name, x.inputs, x.outputs) == (y.op, y.name, y.inputs, y.outputs), f"{x} vs {y}"
-        assert x.attrs.keys() == y.attrs.keys(), f"node {x.name}: attrs {x.attrs} vs {y.attrs}"
-        for k in x.attrs:
-            if isinstance(x.attrs[k], np.ndarray):
-                np.testing.assert_array_equal(x.attrs[k], y.attrs[k])
-            else:
-                assert x.attrs[k] == y.attrs[k], f"node {x.name} attr {k}: {x.attrs[k]!r} vs {y.attrs[k]!r}"
-    assert a.initializers.keys() == b.initializers.keys()
-    for k in a.initializers:
-        assert a.initializers[k].dtype == b.initializers[k].dtype
-        np.testing.assert_array_equal(a.initializers[k], b.initializers[k])
-    assert a.types == b.types
+    """No structural difference (infopt.ir.verify.graph_diff), listing the first ones otherwise."""
+    diffs = graph_diff(a, b)
+    assert not diffs, "graphs differ:\n" + "\n".join(diffs[:10])
 
 
 def rel_err(a: np.ndarray, b: np.ndarray) -> float:
@@ -260,6 +248,16 @@ def test_value_without_inferable_shape_is_named(rng):
 def test_input_shapes_with_unknown_name(rng):
     with pytest.raises(OnnxImportError, match="graph inputs are"):
         from_onnx(small_model(rng), input_shapes={"nope": (1,)})
+
+
+def test_int_valued_float_attribute_is_exported_as_float(rng):
+    g = Graph("gemm")
+    x = g.add_input("x", TensorType((2, 4)))
+    w = g.add_initializer("w", rng.standard_normal((4, 3)).astype(np.float32))
+    g.outputs.append(g.add_node("Gemm", [x, w], {"alpha": 2, "beta": 1}).outputs[0])
+    m = to_onnx(g)  # the full checker would reject an INT alpha
+    xv = rng.standard_normal((2, 4)).astype(np.float32)
+    np.testing.assert_allclose(ort_run(m, {"x": xv})[0], 2 * xv @ g.initializers["w"], rtol=1e-5)
 
 
 def test_export_rejects_untyped_output():

@@ -284,9 +284,27 @@ def from_onnx(
 
 
 # ----- export -------------------------------------------------------------------------------------
-def _make_attr(key: str, value: Any):
+def _schema_attr_type(op: str, key: str) -> int | None:
+    """The attribute type the ONNX schema of ``op`` declares for ``key`` (None for non-ONNX ops)."""
+    import onnx
+
+    try:
+        return int(onnx.defs.get_schema(op, OPSET).attributes[key].type)
+    except (onnx.defs.SchemaError, KeyError):
+        return None
+
+
+def _make_attr(key: str, value: Any, want: int | None = None):
     from onnx import AttributeProto, helper, numpy_helper
 
+    if want == AttributeProto.FLOAT and isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        value = float(value)  # Gemm(alpha=1) written by hand: ONNX wants a float
+    if want == AttributeProto.FLOATS and isinstance(value, (list, tuple)):
+        value = [float(v) for v in value]
+    if want == AttributeProto.INTS and isinstance(value, (list, tuple)) and not value:
+        return helper.make_attribute(key, [], attr_type=AttributeProto.INTS)
+    if want == AttributeProto.FLOATS and isinstance(value, (list, tuple)) and not value:
+        return helper.make_attribute(key, [], attr_type=AttributeProto.FLOATS)
     if isinstance(value, np.ndarray):
         return helper.make_attribute(key, numpy_helper.from_array(value))
     if isinstance(value, np.generic):
@@ -316,7 +334,7 @@ def _export_node(node: Node, graph: Graph) -> list:
     proto = helper.make_node(node.op, node.inputs, node.outputs, name=node.name, domain=domain)
     for k, v in node.attrs.items():
         try:
-            proto.attribute.append(_make_attr(k, v))
+            proto.attribute.append(_make_attr(k, v, _schema_attr_type(node.op, k) if domain == "" else None))
         except (TypeError, ValueError) as e:
             raise GraphError(f"node {node.label}: attribute {k}={v!r} cannot be written to ONNX ({e})") from None
     return [proto]
