@@ -26,22 +26,16 @@ c.Execute.iopub_timeout = 10
 c.Execute.execute_retries = 0
 
 
-def _guard_nbclient_312(slice_s: float = 0.5) -> None:
-    """Work around jupyter/nbclient#312: poll the kernel's sockets in short slices instead of one long wait.
+def sliced_get_msg(original, slice_s: float = 0.5):
+    """Wrap an async `get_msg(self, timeout)` so that a long wait is made of short polls of `slice_s` seconds.
 
-    Under load (widget comm messages) the asyncio zmq poll can miss its wake-up, so nbclient's single
-    `shell_channel.get_msg(timeout=cell_timeout)` returns only when the whole timeout has passed and the next
-    cell starts silently late. Re-polling every `slice_s` seconds re-checks the socket, so a missed wake-up
-    costs at most one slice. Same total timeout, same Empty on expiry.
+    The workaround for jupyter/nbclient#312: under load (widget comm messages) the asyncio zmq poll can miss
+    its wake-up, so nbclient's single `shell_channel.get_msg(timeout=cell_timeout)` returns only when the whole
+    timeout has passed and the next cell starts silently late. Re-polling re-checks the socket, so a missed
+    wake-up costs at most one slice. Same total timeout, same `queue.Empty` on expiry.
     """
     import time
     from queue import Empty
-
-    from jupyter_client.channels import AsyncZMQSocketChannel
-
-    if getattr(AsyncZMQSocketChannel.get_msg, "_infopt_guard", False):
-        return
-    original = AsyncZMQSocketChannel.get_msg
 
     async def get_msg(self, timeout=None):
         if timeout is not None and timeout <= slice_s:
@@ -56,7 +50,15 @@ def _guard_nbclient_312(slice_s: float = 0.5) -> None:
                     raise
 
     get_msg._infopt_guard = True
-    AsyncZMQSocketChannel.get_msg = get_msg
+    return get_msg
+
+
+def _guard_nbclient_312() -> None:
+    """Install `sliced_get_msg` on jupyter_client's async socket channel (once per process)."""
+    from jupyter_client.channels import AsyncZMQSocketChannel
+
+    if not getattr(AsyncZMQSocketChannel.get_msg, "_infopt_guard", False):
+        AsyncZMQSocketChannel.get_msg = sliced_get_msg(AsyncZMQSocketChannel.get_msg)
 
 
 _guard_nbclient_312()

@@ -6,6 +6,7 @@ A unit here is (name, solutions dir, course dir), so the same code checks the re
 from __future__ import annotations
 
 import json
+import os
 import re
 import tempfile
 from dataclasses import dataclass, field
@@ -16,8 +17,10 @@ import nbformat
 from autograder import nbgrader_course as nc
 from autograder import release
 
-CELL_TIMEOUT_S = 90         # one cell; the whole notebook must run in < 60 s
-NOTEBOOK_BUDGET_S = 150.0   # wall budget per notebook inside the one autograde command
+# One cell may run CELL_TIMEOUT_S; each notebook gets NOTEBOOK_BUDGET_S of wall time inside the one autograde
+# command (notebooks must run in < 60 s on an idle 2-core machine; the margin absorbs a loaded CI box).
+CELL_TIMEOUT_S = int(os.environ.get("INFOPT_CELL_TIMEOUT_S", 90))
+NOTEBOOK_BUDGET_S = float(os.environ.get("INFOPT_NOTEBOOK_BUDGET_S", 150))
 STALL_S = 5.0               # an execute_reply this late after idle is the jupyter/nbclient#312 stall
 MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS")
 TRIVIAL = re.compile(r"^(#.*|pass|else:|try:|finally:|return|continue|break|[\])}]+,?|\"\"\"|'''|)$")
@@ -59,6 +62,7 @@ class Graded:
     stalls: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)     # student -> kernel execution time
     root: Path | None = None
+    log: str = ""                                                # nbgrader's output (tail), for messages
 
 
 def secret_and_public_lines(source_nb) -> tuple[set[str], set[str], set[str]]:
@@ -177,8 +181,9 @@ def _grade_unit(unit: Unit) -> Graded:
     nc.generate_assignment(root, unit.name)
     for student, nb in subs.items():
         nc.place_submission(root, unit.name, student, nb)
-    nc.autograde(root, unit.name, len(subs), cell_timeout_s=CELL_TIMEOUT_S, notebook_budget_s=NOTEBOOK_BUDGET_S)
-    graded = Graded(scores=nc.read_scores(root, unit.name), root=root)
+    log = nc.autograde(root, unit.name, len(subs), cell_timeout_s=CELL_TIMEOUT_S,
+                       notebook_budget_s=NOTEBOOK_BUDGET_S)
+    graded = Graded(scores=nc.read_scores(root, unit.name), root=root, log=log[-3000:])
     for student in subs:
         try:
             nb = nc.autograded_notebook(root, unit.name, student)
@@ -188,3 +193,78 @@ def _grade_unit(unit: Unit) -> Graded:
         graded.stalls[student] = nc.stalled_cells(nb, STALL_S)
         graded.seconds[student] = _kernel_seconds(nb)
     return graded
+
+
+def structure_problems(unit: Unit) -> list[str]:
+    """(f) Every exercise has one <ex>_test cell with visible and hidden tests, and >= 1 stored wrong answer."""
+    exs = exercises(release.build_source_notebook(unit.name, unit.solutions))
+    if not exs:
+        return ["no graded exercise (a cell with solution=true)"]
+    wrong = {ex for ex, _ in unit.wrong_answers().values()}
+    problems = []
+    for ex, info in sorted(exs.items()):
+        if info.get("orphan_test"):
+            problems.append(f"test cell {info['test']!r} has no solution cell {ex!r}")
+            continue
+        if info["test"] is None:
+            problems.append(f"exercise {ex!r} has no test cell {ex + '_test'!r}")
+        else:
+            if not info["visible"]:
+                problems.append(f"{info['test']}: no visible test lines before ### BEGIN HIDDEN TESTS")
+            if not info["hidden"]:
+                problems.append(f"{info['test']}: no hidden tests (### BEGIN/END HIDDEN TESTS)")
+        if ex not in wrong:
+            problems.append(f"exercise {ex!r} has no stored wrong answer solutions/{unit.name}/wrong/{ex}__<slug>.py")
+    problems += [f"a stored wrong answer names exercise {ex!r}, which does not exist" for ex in sorted(wrong - set(exs))]
+    return problems
+
+
+def leaks(unit: Unit) -> list[str]:
+    """(d) Marker text, solution lines or hidden-test lines found anywhere under the unit's course dir."""
+    sol, hidden, _ = secret_and_public_lines(release.build_source_notebook(unit.name, unit.solutions))
+    found = []
+    for path, lines in course_lines(unit.course).items():
+        text = "\n".join(lines)
+        found += [f"{path}: marker {m!r}" for m in MARKERS if m in text]
+        found += [f"{path}: solution line {ln!r}" for ln in sorted(sol & lines)]
+        found += [f"{path}: hidden-test line {ln!r}" for ln in sorted(hidden & lines)]
+    return found
+
+
+def solution_problems(graded: Graded) -> list[str]:
+    """(a) Points the solution lost, cells that raised, and nbclient#312 stalls."""
+    scores = graded.scores.get("solution")
+    if not scores:
+        return [f"the solution was not graded; nbgrader said:\n{graded.log}"]
+    out = [f"the solution lost points on {gid}: {s} (score, max) (a test cell that prints to stderr scores 0)"
+           for gid, s in scores.items() if s[0] != s[1]]
+    out += [f"a cell raised when run from the solutions: {e}" for e in graded.errors.get("solution", [])]
+    out += [f"{student}: cell {i} stalled {sec:.0f} s (jupyter/nbclient#312?)"
+            for student, v in graded.stalls.items() for i, sec in v]
+    return out
+
+
+def release_problems(graded: Graded) -> list[str]:
+    """(b) Autograded cells the unmodified release earns points on."""
+    scores = graded.scores.get("release")
+    if not scores:
+        return [f"the release was not graded; nbgrader said:\n{graded.log}"]
+    return [f"the unmodified release earns {s} on {gid}: this test passes without any work"
+            for gid, s in scores.items() if s[0] != 0]
+
+
+def wrong_answer_problems(unit: Unit, graded: Graded, student: str) -> list[str]:
+    """(c) A stored wrong answer must lose <ex>_test's points and keep every other test's."""
+    ex, path = unit.wrong_answers()[student]
+    scores = graded.scores.get(student)
+    if not scores:
+        return [f"{path.name} was not graded; nbgrader said:\n{graded.log}"]
+    target = f"{ex}_test"
+    if target not in scores:
+        return [f"{path.name} names exercise {ex!r} but there is no test cell {target!r}"]
+    out = []
+    if scores[target][0] != 0:
+        out.append(f"the wrong answer {path.name} still earns {scores[target]} on {target}: make the tests catch it")
+    out += [f"the wrong answer {path.name} for {ex!r} also loses points on {gid}: {s} (exercises must not "
+            "depend on each other's student code)" for gid, s in scores.items() if gid != target and s[0] != s[1]]
+    return out
