@@ -114,3 +114,18 @@ def test_jit_plain_ir_function():
     f = jit(ir).cfunc("twice", ctypes.c_double, ctypes.c_double)
     v = float(rng.standard_normal())
     assert f(v) == 2 * v
+
+
+def test_temp_buffers_are_allocated_per_call_and_per_thread():
+    n, m = 12, 16
+    X, T, Y = Buffer("X", (n, m)), Buffer("T", (m,), role="temp"), Buffer("Y", (n, m), role="out")
+    i, j = Var("i"), Var("j")
+    k = Kernel("via_temp", (X, T, Y), [loop(i, n, kind="parallel", body=[
+        loop(j, m, body=[Store(T, (j,), X[i, j] * 2.0)]),
+        loop(j, m, body=[Store(Y, (i, j), T[m - 1 - j] + 1.0)])])])
+    ck = compile_kernel(k)
+    x = rng.standard_normal((n, m), dtype=np.float32)
+    for threads in (1, 2):
+        y = np.zeros((n, m), np.float32)
+        ck(x, y, threads=threads)
+        np.testing.assert_allclose(y, x[:, ::-1] * 2 + 1, rtol=1e-6)

@@ -17,8 +17,9 @@ helpers in ``infopt.codegen.rewrite``):
 - Statements (``Stmt``): ``Loop(var, start, stop, step, body, kind, annotations)`` iterates
   ``var = start, start+step, ... < stop``; ``kind`` is ``"serial"``, ``"unroll"`` (the backend
   emits the body once per iteration; bounds must be constant), ``"vectorize"`` (LLVM loop metadata
-  asks for vectorization, ``annotations["width"]`` for a width) or ``"parallel"`` (an outermost loop
-  whose range the runtime splits across threads). ``start``/``stop`` may be expressions of outer
+  asks for vectorization, ``annotations["width"]`` for a width) or ``"parallel"`` (when it is the
+  kernel's only top-level statement, with constant bounds, the runtime splits its range across
+  threads; a parallel loop anywhere else runs serially). ``start``/``stop`` may be expressions of outer
   loop variables (and ``min`` for tails). ``Store(buffer, indices, value)``; ``Assign(var, value)``
   sets a local scalar (first assignment declares it; reductions accumulate into one);
   ``If(cond, then, orelse)``.
