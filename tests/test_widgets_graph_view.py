@@ -87,3 +87,15 @@ def test_op_kinds_and_bad_input():
     assert op_kind("Conv") == "conv/matmul" and op_kind("SomeFusedOp") == "other"
     with pytest.raises(TypeError, match="from_onnx"):
         plot_graph("not a graph")
+
+
+def test_constant_nodes_sit_above_their_reader():
+    g = Graph("c")
+    v = g.add_input("x", TensorType((4,)))
+    for _ in range(5):
+        v = g.add_node("Relu", [v]).outputs[0]
+    c = g.add_node("Constant", [], {"value": np.ones(4, np.float32)})
+    add = g.add_node("Add", [v, c.outputs[0]])
+    g.outputs.append(add.outputs[0])
+    pos = layer_layout(g)
+    assert pos[c.name][1] == pos[add.name][1] - 1

@@ -41,7 +41,8 @@ def op_kind(op: str) -> str:
 def layer_layout(graph: Graph, sweeps: int = 4) -> dict[str, tuple[float, int]]:
     """Position of every node (by name) and pseudo-node ('in:x', 'out:y') as (x, layer).
 
-    Layer = longest path from the graph inputs; x orders a layer by barycenter sweeps to reduce crossings.
+    Layer = longest path from the graph inputs (nodes that read only constants sit just above their first
+    reader); x orders a layer by barycenter sweeps to reduce crossings.
     """
     order = graph.toposort()
     producers = {o: n for n in order for o in n.outputs}
@@ -61,6 +62,11 @@ def layer_layout(graph: Graph, sweeps: int = 4) -> dict[str, tuple[float, int]]:
     for k, ps in preds.items():
         for p in ps:
             succs[p].append(k)
+
+    # nodes that read only constants (Constant nodes, shape arithmetic) sit just above their first reader
+    for n in reversed(order):
+        if not preds[n.name] and succs[n.name]:
+            layer[n.name] = min(layer[s] for s in succs[n.name]) - 1
 
     rows: dict[int, list[str]] = {}
     for k, lv in layer.items():
