@@ -3,7 +3,7 @@
     python -m autograder.release [--unit U ...] [--if-stale] [--check]
 
 Each built notebook carries a stamp in its metadata (`infopt_release`): the hash of its inputs (the source file,
-the unit's data files, this tool, the nbgrader config and the tool versions) and the hash of the notebook itself.
+the unit's data files, RELEASE_FORMAT and the tool versions) and the hash of the notebook itself.
 A unit is stale when either no longer matches, which catches both a changed source and a hand edit of course/.
 Builds are deterministic: outputs cleared, cell ids derived from position/grade_id, JSON written canonically.
 """
@@ -26,6 +26,9 @@ from autograder import nbgrader_course
 REPO = Path(__file__).resolve().parent.parent
 SOLUTIONS, COURSE = REPO / "solutions", REPO / "course"
 STAMP_KEY = "infopt_release"
+# Bump when a change to this tool or to nbgrader_config.py changes the notebooks it builds: every release then
+# reads as stale until rebuilt. (Hashing the tool's own bytes would make every unit stale on any edit.)
+RELEASE_FORMAT = 1
 GRADE_ID = re.compile(r"[a-z][a-z0-9_]*")
 # jupytext's own per-cell metadata, dropped from the built notebook
 JUPYTEXT_KEYS = {"lines_to_next_cell", "cell_marker", "title", "region_name", "lines_to_end_of_cell_marker",
@@ -138,17 +141,17 @@ def _data_files(unit: str, solutions_dir: Path) -> list[Path]:
 
 
 def inputs_hash(unit: str, solutions_dir: Path = SOLUTIONS) -> str:
-    """Hash of everything a unit's release is built from: source, data files, this tool, config, tool versions."""
+    """Hash of everything a unit's release is built from: source, data files, RELEASE_FORMAT, tool versions."""
     import jupytext
     import nbgrader
 
     h = hashlib.sha256()
-    parts = [("source", Path(solutions_dir) / unit / f"{unit}.py"), ("release.py", Path(__file__)),
-             ("nbgrader_config.py", nbgrader_course.CONFIG_FILE)]
+    parts = [("source", Path(solutions_dir) / unit / f"{unit}.py")]
     parts += [(f"data/{p.relative_to(data_dir(unit, solutions_dir))}", p) for p in _data_files(unit, solutions_dir)]
     for label, p in parts:
         h.update(label.encode() + b"\0" + p.read_bytes() + b"\0")
-    h.update(f"nbgrader={nbgrader.__version__} jupytext={jupytext.__version__} nbformat={nbformat.__version__}".encode())
+    h.update(f"format={RELEASE_FORMAT} nbgrader={nbgrader.__version__} jupytext={jupytext.__version__} "
+             f"nbformat={nbformat.__version__}".encode())
     return h.hexdigest()
 
 
