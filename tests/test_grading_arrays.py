@@ -115,3 +115,12 @@ def test_check_close_scalars():
         check_close(x + 1.0, x)
     with pytest.raises(GradingError):
         check_close(True, 1.0)
+
+
+def test_declared_kind_that_cannot_convert_is_a_grading_error():
+    class Weird:
+        def __array__(self, dtype=None, copy=None):
+            raise RuntimeError("needs .detach() first")
+
+    with pytest.raises(GradingError, match="could not read your Weird"):
+        check_array(Weird(), np.zeros(2), kind=Weird)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import tempfile
+import warnings
 from pathlib import Path
 
 import pytest
@@ -73,8 +74,13 @@ def test_course_release_is_not_stale(name):
 
 @pytest.mark.parametrize("name", _unit_params())
 def test_solution_gets_full_points_and_runs_clean(name):
-    """(a)"""
-    _ok(name, harness.solution_problems(harness.grade_unit(get_unit(name))))
+    """(a) Also warns (never fails: the machine may be loaded) when the solution ran longer than 60 s."""
+    graded = harness.grade_unit(get_unit(name))
+    _ok(name, harness.solution_problems(graded))
+    seconds = graded.seconds.get("solution", 0.0)
+    if seconds > harness.NOTEBOOK_TARGET_S:
+        warnings.warn(f"{name}: the solution notebook ran {seconds:.0f} s, over the {harness.NOTEBOOK_TARGET_S:.0f} s "
+                      "target (or the machine was loaded)", stacklevel=1)
 
 
 @pytest.mark.parametrize("name", _unit_params())

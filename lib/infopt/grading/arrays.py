@@ -38,7 +38,14 @@ def check_array(actual: object, expected: np.ndarray, rtol: float = 1e-5, atol: 
         raise GradingError(f"{name}: expected a {type_name(expected) if kind is np.ndarray else kind.__qualname__}"
                            f" (shape {expected.shape}, dtype {expected.dtype}), got {type_name(actual)}: "
                            f"{short(actual)}{tail}")
-    got = actual if kind is np.ndarray else np.asarray(actual)  # a declared type that converts itself (trusted by exact type)
+    if kind is np.ndarray:
+        got = actual
+    else:  # a declared type (e.g. torch.Tensor) that converts itself; trusted because its type is exact
+        try:
+            got = np.asarray(actual)
+        except Exception as err:
+            raise GradingError(f"{name}: could not read your {kind.__name__} as numbers ({type(err).__name__}: "
+                               f"{str(err)[:200]}){tail}") from None
     if type(got) is not np.ndarray:
         raise HarnessError(f"np.asarray({kind.__qualname__}) did not give an ndarray")
     if got.shape != expected.shape:
