@@ -29,6 +29,7 @@ STAMP_KEY = "infopt_release"
 # Bump when a change to this tool or to nbgrader_config.py changes the notebooks it builds: every release then
 # reads as stale until rebuilt. (Hashing the tool's own bytes would make every unit stale on any edit.)
 RELEASE_FORMAT = 1
+EDITED = "was edited by hand"
 GRADE_ID = re.compile(r"[a-z][a-z0-9_]*")
 # jupytext's own per-cell metadata, dropped from the built notebook
 JUPYTEXT_KEYS = {"lines_to_next_cell", "cell_marker", "title", "region_name", "lines_to_end_of_cell_marker",
@@ -212,7 +213,7 @@ def stale_reason(unit: str, solutions_dir: Path = SOLUTIONS, course_dir: Path = 
     if stamp.get("inputs_sha256") != inputs_hash(unit, solutions_dir):
         return "its sources (or the release tool) changed since it was built"
     if stamp.get("notebook_sha256") != notebook_hash(nb) or path.read_text() != _canonical(nb):
-        return f"{path} was edited by hand"
+        return f"{path} {EDITED}"
     for p in _data_files(unit, solutions_dir):
         rel = Path("data") / p.relative_to(data_dir(unit, solutions_dir))
         target = Path(course_dir) / unit / rel
@@ -265,6 +266,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.check or args.if_stale:
         stale = {u: r for u in units if (r := stale_reason(u, args.solutions, args.course))}
         if args.check:
+            if not args.unit:  # a course/<X>/<X>.ipynb whose source is gone
+                stale.update({p.parent.name: "no solutions/<U>/<U>.py builds it (delete course/<U>/)"
+                              for p in sorted(Path(args.course).glob("*/*.ipynb"))
+                              if p.stem == p.parent.name and p.stem not in units})
             for u, r in stale.items():
                 print(f"stale: {u}: {r}", file=sys.stderr)
             if stale:
@@ -272,16 +277,27 @@ def main(argv: list[str] | None = None) -> int:
                 return 1
             print(f"release: {len(units)} unit(s) up to date")
             return 0
+        for u, r in list(stale.items()):
+            if r.endswith(EDITED):  # sources unchanged: this is someone's work (a student's), keep it
+                print(f"release: {u}: keeping your edited {args.course.name}/{u}/{u}.ipynb (its sources did not "
+                      f"change); `make release UNIT={u}` replaces it, saving your copy under build/release-backups/")
+                del stale[u]
         units = list(stale)
+    failed = []
     for u in units:
         try:
             path = write_release(u, args.solutions, args.course)
         except (SourceError, nbgrader_course.NbgraderFailed) as err:
             print(f"release: {u}: {err}", file=sys.stderr)
-            return 2
-        print(f"release: wrote {path.relative_to(args.course.parent) if path.is_relative_to(args.course.parent) else path}")
+            failed.append(u)
+            continue
+        shown = path.relative_to(args.course.parent) if path.is_relative_to(args.course.parent) else path
+        print(f"release: wrote {shown}")
     if not units:
         print("release: everything up to date")
+    if failed:
+        print(f"release: FAILED for {' '.join(failed)}", file=sys.stderr)
+        return 2
     return 0
 
 

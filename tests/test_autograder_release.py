@@ -95,9 +95,16 @@ def test_release_is_deterministic_copies_data_and_detects_staleness(tmp_path, ca
     assert "edited by hand" in release.stale_reason("99_tmp", sols, course)
     assert release.main(args + ["--check"]) == 1
     assert "stale: 99_tmp" in capsys.readouterr().err
-    assert release.main(args + ["--if-stale"]) == 0
+    assert release.main(args + ["--if-stale"]) == 0                    # a student's work is kept...
+    assert "Hello!" in nb_path.read_text() and "keeping your edited" in capsys.readouterr().out
+    assert release.main(args) == 0                                      # ...until a forced rebuild
     assert nb_path.read_bytes() == first
     assert list((tmp_path / "build" / "release-backups").glob("99_tmp-*.ipynb")), "the edited copy is kept"
+    orphan = course / "98_gone" / "98_gone.ipynb"
+    orphan.parent.mkdir()
+    orphan.write_text("{}")
+    assert release.main(args + ["--check"]) == 1 and "98_gone" in capsys.readouterr().err
+    shutil.rmtree(orphan.parent)
 
     src = sols / "99_tmp" / "99_tmp.py"                                 # a source edit
     src.write_text(src.read_text().replace("# Hello", "# Hello again"))
