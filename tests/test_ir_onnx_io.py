@@ -290,3 +290,16 @@ def test_foreign_domain_op_is_unsupported(rng):
     m.opset_import.append(helper.make_opsetid("com.microsoft", 1))
     with pytest.raises(UnsupportedOpError, match="com.microsoft"):
         from_onnx(m)
+
+
+@pytest.mark.parametrize("folding", [True, False])
+def test_digits_models_import_and_match_onnxruntime(rng, folding):
+    import torch
+
+    from infopt.models import digits_cnn, digits_mlp, export_onnx
+
+    for make in (digits_cnn, digits_mlp):
+        m = export_onnx(make(seed=int(rng.integers(1000))), torch.zeros(4, 1, 8, 8), do_constant_folding=folding)
+        g = from_onnx(m)
+        x = rng.standard_normal((4, 1, 8, 8)).astype(np.float32)
+        assert rel_err(run_graph(g, {"input": x})["output"], ort_run(m, {"input": x})[0]) < 1e-5
