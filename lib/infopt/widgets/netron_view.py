@@ -91,8 +91,8 @@ class NetronServer:
             level = nlog.level
             nlog.setLevel(logging.WARNING)
             try:
-                self.address = tuple(netron.serve(str(self.path), None, address=(self.host, self.port or _free_port(self.host)),
-                                                  browse=False))
+                address = (self.host, self.port or _free_port(self.host))
+                self.address = tuple(netron.serve(str(self.path), None, address=address, browse=False))
             finally:
                 nlog.setLevel(level)
                 root.removeHandler(quiet)
