@@ -376,8 +376,52 @@ print("topo_order: visible tests passed")
 #   reads the old contents.
 # * **rewrites are local**: replacing a value means renaming its uses (`graph.replace_uses(old, new)`).
 #
+# PyTorch itself converts to SSA before optimizing. Below, `y` is mutated twice. `torch.export` first records
+# the in-place ops as they are (`add_`, `mul_`: one buffer, several contents over time); lowering to core ATen
+# (`run_decompositions`) **functionalizes** them — every mutation becomes a new value (`add`, `mul_1`), so
+# "which `y` does `relu` read?" has one answer written in the graph:
+
+# %%
+class InPlace(nn.Module):
+    def forward(self, x):
+        y = x * 2
+        y.add_(1)   # mutates y
+        z = y.relu()
+        y.mul_(3)   # mutates y again, after relu read it
+        return z + y
+
+
+inplace_ep = torch.export.export(InPlace(), (torch.randn(4),))
+print("as exported:", inplace_ep.graph_module.code.strip(), sep="\n")
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    functional = inplace_ep.run_decompositions({})
+print("\nfunctionalized (SSA):", functional.graph_module.code.strip(), sep="\n")
+
+# %% [markdown]
 # A graph that breaks SSA is a bug in whatever produced it — an importer, or a rewrite pass. A verifier
 # catches it early and names the value.
+
+# %% [markdown]
+# Here is a graph with one problem of each kind. The library's verifier (`infopt.ir.verify`) lists them —
+# plus type problems, since this hand-made graph has no types at all. `check(graph)` returns every problem
+# as a message naming the node and the value; `verify(graph)` raises a `GraphError` on the first one
+# (passes call it after each rewrite).
+
+# %%
+from infopt.ir.verify import check, verify
+
+bad = Graph("bad", inputs=["x"], outputs=["y", "ghost"])
+bad.nodes = [
+    Node("Relu", ["t"], ["y"], name="uses_t_early"),   # t is defined by the next node
+    Node("Exp", ["x"], ["t"], name="defines_t"),
+    Node("Neg", ["x"], ["x"], name="redefines_x"),     # x is also a graph input
+    Node("Add", ["t", "nowhere"], ["z"], name="reads_nowhere"),
+]
+for problem in check(bad):
+    print(" -", problem)
+verify(g)  # the tiny graph of section 1 is fine: no exception
+print("verify(tiny graph from section 1): OK")
 
 # %% [markdown]
 # **Implement `ssa_problems(graph)`**, returning a `set` of `(kind, value_name)` tuples, empty when the
@@ -428,14 +472,10 @@ def _expect_ssa(g: Graph, expected: set, what: str) -> None:
 
 ok = random_dag(np.random.default_rng(3))
 _expect_ssa(ok, set(), "a well-formed random DAG")
-bad = Graph("bad", inputs=["x"], outputs=["y", "ghost"])
-bad.nodes = [
-    Node("Relu", ["t"], ["y"], name="uses_t_early"),   # t is defined by the next node
-    Node("Exp", ["x"], ["t"], name="defines_t"),
-    Node("Neg", ["x"], ["x"], name="redefines_x"),     # x is also a graph input
-    Node("Add", ["t", "nowhere"], ["z"], name="reads_nowhere"),
-]
-_expect_ssa(bad, {("use_before_def", "t"), ("redefined", "x"), ("undefined", "nowhere"),
+_bad = Graph("bad", inputs=["x"], outputs=["y", "ghost"])  # the graph shown above, rebuilt here
+_bad.nodes = [Node("Relu", ["t"], ["y"], name="uses_t_early"), Node("Exp", ["x"], ["t"], name="defines_t"),
+              Node("Neg", ["x"], ["x"], name="redefines_x"), Node("Add", ["t", "nowhere"], ["z"], name="reads_nowhere")]
+_expect_ssa(_bad, {("use_before_def", "t"), ("redefined", "x"), ("undefined", "nowhere"),
                   ("undefined_output", "ghost")}, "the hand-made bad graph")
 ### BEGIN HIDDEN TESTS
 def _ssa_reference(graph):
@@ -479,22 +519,6 @@ for _trial in range(30):
 print("ssa_problems: visible tests passed")
 
 # %% [markdown]
-# The library's verifier checks the same rules plus cycles, op arity and types (our hand-made graph has
-# no types at all, so it complains about those too). `check(graph)` lists every problem, naming the node
-# and the value; `verify(graph)` raises a `GraphError` on the first one — passes call it after each rewrite.
-
-# %%
-from infopt.ir.verify import check, verify
-
-for problem in check(bad):
-    print(" -", problem)
-try:
-    verify(g)
-    print("verify(tiny graph from section 1): OK")
-except GraphError as err:
-    print("unexpected:", err)
-
-# %% [markdown]
 # ## 6. Shape inference for Conv — Exercise 3 (2 points)
 #
 # Every op in the registry knows how to compute its output type from its input types (`infer`), which
@@ -513,6 +537,25 @@ from infopt.ir import get_op
 stem = get_op("Conv").infer([TensorType((1, 3, 224, 224)), TensorType((64, 3, 7, 7))],
                             {"strides": [2, 2], "pads": [3, 3, 3, 3]})
 print("ResNet stem conv 7x7/2 on 224x224 ->", stem[0])
+
+# %% [markdown]
+# Explore how kernel size, stride, padding and dilation change the output (the library's Conv inference):
+
+# %%
+import ipywidgets as widgets
+
+
+def conv_explorer(size=32, kernel=3, stride=1, pad=1, dilation=1):
+    x_t, w_t = TensorType((1, 8, size, size)), TensorType((16, 8, kernel, kernel))
+    attrs = {"strides": [stride] * 2, "pads": [pad] * 4, "dilations": [dilation] * 2}
+    try:
+        out = get_op("Conv").infer([x_t, w_t], attrs)[0]
+        print(f"X {x_t}  *  W {w_t}  ->  {out}   (the dilated kernel spans {dilation * (kernel - 1) + 1} pixels)")
+    except GraphError as err:
+        print("not a valid Conv:", err)
+
+
+widgets.interact(conv_explorer, size=(4, 64), kernel=(1, 7), stride=(1, 4), pad=(0, 3), dilation=(1, 4));
 
 # %% [markdown]
 # **Implement `conv_output_shape(x_shape, w_shape, strides=None, pads=None, dilations=None, group=1)`**:
@@ -920,6 +963,13 @@ try:
     tinygrad_uops()
 except Exception as err:  # tinygrad missing, clang missing, or an API change
     print(f"tinygrad could not show its uops here ({type(err).__name__}: {err}); see unit 14")
+
+# %% [markdown]
+# How to read it (tinygrad 0.14 on CPU): the `PARAM`s are the three buffers (output first, then `a` and `b`);
+# `RANGE` … `END` open and close the loops over rows and columns; the reduction over `k` was unrolled by
+# tinygrad's optimizer into four `LOAD`/`MUL`/`ADD` groups; `CMPLT` + `WHERE` is the relu; one `STORE` writes
+# each output element. In our linear form an entry is a whole tensor op; here an entry is a scalar
+# instruction inside a loop nest — the lowering that units 03, 06 and 11 build step by step.
 
 # %% [markdown]
 # ## 10. Liveness over the linear form — Exercise 5 (2 points)
