@@ -1,6 +1,8 @@
 """Netron embedding: the server serves the model on 127.0.0.1, stops, and never outlives its process."""
 from __future__ import annotations
 
+import datetime
+import re
 import socket
 import subprocess
 import sys
@@ -34,6 +36,11 @@ def test_serves_model_on_loopback_then_stops(capfd):
         assert srv.address[0] == "127.0.0.1" and srv.running
         page = urllib.request.urlopen(srv.url, timeout=5).read().decode()
         assert "netron" in page.lower() and f"/data/{srv.path.name}" in page
+        # offline and quiet: consent answered by a cookie, not a "packaged" build (no telemetry), no update nag
+        assert 'document.cookie = "consent=' in page and '<meta name="version" content="0.0.0">' in page
+        assert re.search(r'<meta name="date" content="(\d{4}-\d\d-\d\d)', page).group(1) == datetime.date.today().isoformat()
+        js = urllib.request.urlopen(f"{srv.url}/browser.js", timeout=5)
+        assert js.headers["Content-Type"] == "text/javascript" and b"class" in js.read()
         served = urllib.request.urlopen(f"{srv.url}/data/{srv.path.name}", timeout=5).read()
         assert onnx.load_from_string(served).graph.name == "tiny"
         address, tmp = srv.address, srv.path

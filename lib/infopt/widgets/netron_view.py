@@ -1,13 +1,19 @@
 """Netron embedded in a notebook: serve one ONNX model on 127.0.0.1 and show it in an IFrame.
 
-netron 9.3.3 serves from a daemon thread of the calling process (``netron.serve`` starts an
-``http.server`` in a thread and returns its address), so the server dies with the kernel. We still
-stop every server we start explicitly: ``stop()``, the context manager, and an atexit hook.
+We serve netron's own static files (from the pinned ``netron`` package) with a small ``http.server`` in a daemon
+thread of the kernel, so the server dies with the kernel; ``stop()``, the context manager and an atexit hook stop
+it earlier. Netron's page is made to work offline and stay quiet: its consent dialog (which first asks
+ipinfo.io) is answered by a cookie set before its scripts run, its usage telemetry is off (it only runs in a
+"packaged" build), and its "please update" dialog, shown 180 days after the package's build date, is not shown:
+this copy is pinned on purpose and updated with the course, not by students.
 """
 from __future__ import annotations
 
 import atexit
-import logging
+import datetime
+import http.server
+import mimetypes
+import re
 import os
 import shutil
 import socket
@@ -28,6 +34,70 @@ def _free_port(host: str = HOST) -> int:
         return int(s.getsockname()[1])
 
 
+def _netron_dir() -> Path:
+    import netron
+
+    return Path(netron.__file__).resolve().parent
+
+
+def _offline_index(model_name: str) -> bytes:
+    """Netron's index.html for one model, made to work offline (see the module docstring)."""
+    html = (_netron_dir() / "index.html").read_text(encoding="utf-8")
+    today = datetime.datetime.now().strftime("%Y-%m-%d %H:%M:%S")
+    meta = "\n".join([
+        '<meta name="type" content="Python">',
+        '<meta name="version" content="0.0.0">',  # not "packaged": no telemetry, no error reports
+        f'<meta name="file" content="/data/{model_name}">',
+        f'<meta name="name" content="{model_name}">',
+        f'<meta name="identifier" content="{model_name}">',
+        # consent answered before netron's scripts run, so it neither asks ipinfo.io nor shows a dialog
+        f'<script>document.cookie = "consent={int(datetime.datetime.now().timestamp() * 1000)}; path=/; max-age=2592000";</script>',
+    ])
+    html = re.sub(r'<meta name="version" content="[^"]*">', lambda _: meta, html, count=1)
+    html = re.sub(r'<meta name="date" content="[^"]*">', f'<meta name="date" content="{today}">', html, count=1)
+    return html.encode("utf-8")
+
+
+class _OfflineNetronHandler(http.server.BaseHTTPRequestHandler):
+    """Serves netron's static files, its patched index page, and the one model under /data/."""
+
+    model_path: Path
+
+    def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+        path = self.path.split("?", 1)[0]
+        body, ctype = None, "application/octet-stream"
+        if path in ("/", "/index.html"):
+            body, ctype = _offline_index(self.model_path.name), "text/html"
+        elif path == f"/data/{self.model_path.name}":
+            body = self.model_path.read_bytes()
+        else:
+            root = _netron_dir()
+            target = (root / path.lstrip("/")).resolve()
+            if target.is_file() and root in target.parents:
+                body = target.read_bytes()
+                ctype = mimetypes.guess_type(target.name)[0] or ctype
+                if target.suffix == ".js":
+                    ctype = "text/javascript"
+        if body is None:
+            self.send_error(404)
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:  # keep requests off the notebook's stderr
+        pass
+
+
+class _QuietServer(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:  # a closed browser tab is not an error
+        pass
+
+
 class NetronServer:
     """A netron server for one model (ONNX ModelProto or file path) on 127.0.0.1, a free port, no browser.
 
@@ -39,6 +109,8 @@ class NetronServer:
         self.port = port
         self.address: tuple[str, int] | None = None
         self._tmpdir: str | None = None
+        self._httpd: http.server.ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
         self.path = self._model_path(model)
 
     def _model_path(self, model: Any) -> Path:
@@ -70,50 +142,32 @@ class NetronServer:
 
     @property
     def running(self) -> bool:
-        """Whether netron reports a live server at our address."""
-        import netron
-
-        return self.address is not None and bool(netron.status(self.address))
+        """Whether our server is serving."""
+        return getattr(self, "_httpd", None) is not None
 
     def start(self) -> "NetronServer":
         """Start serving (idempotent); returns self."""
-        import netron
-
         if self.running:
             return self
-        root = logging.getLogger()
-        quiet = logging.NullHandler()
+        handler = type("_Handler", (_OfflineNetronHandler,), {"model_path": self.path})
         with _LOCK:
-            # netron.serve calls logging.basicConfig when the root logger has no handler, and logs
-            # "Serving ..." at INFO; a temporary NullHandler keeps both off the notebook's stderr.
-            root.addHandler(quiet)
-            nlog = logging.getLogger("netron.server")
-            level = nlog.level
-            nlog.setLevel(logging.WARNING)
-            try:
-                address = (self.host, self.port or _free_port(self.host))
-                self.address = tuple(netron.serve(str(self.path), None, address=address, browse=False))
-            finally:
-                nlog.setLevel(level)
-                root.removeHandler(quiet)
+            self._httpd = _QuietServer((self.host, self.port or _free_port(self.host)), handler)
+            self.address = (self.host, int(self._httpd.server_address[1]))
+            self._thread = threading.Thread(target=self._httpd.serve_forever, name=f"netron-{self.address[1]}",
+                                            daemon=True)
+            self._thread.start()
         _LIVE.add(self)
         return self
 
     def stop(self) -> None:
-        """Stop the server and remove the temporary model file, if any (idempotent)."""
-        import netron
-
-        if self.address is not None:
-            nlog = logging.getLogger("netron.server")
-            level = nlog.level
-            nlog.setLevel(logging.WARNING)
-            try:
-                netron.stop(self.address)
-            finally:
-                nlog.setLevel(level)
-            for t in threading.enumerate():  # wait for the serving thread so the port is closed on return
-                if getattr(t, "address", None) == self.address and t is not threading.current_thread():
-                    t.join(timeout=2.0)
+        """Stop the server, close its port and remove the temporary model file, if any (idempotent)."""
+        httpd, self._httpd = getattr(self, "_httpd", None), None
+        if httpd is not None:
+            httpd.shutdown()
+            httpd.server_close()
+            if self._thread is not None:
+                self._thread.join(timeout=5.0)
+        self.address = None if httpd is not None else self.address
         _LIVE.discard(self)
         if self._tmpdir:
             shutil.rmtree(self._tmpdir, ignore_errors=True)
