@@ -95,3 +95,27 @@ def test_digits_models_end_to_end(digits_graphs, model, dataflow):
     for r in rows:  # each layer's cycles are the driver's analytic count for its matmul
         assert r["cycles"] == matmul_cycles(r["M"], r["K"], r["N"], cfg, bias=True)
     assert "total" in rep.format()
+
+
+def test_conv_im2col_and_batched_matmul_match_interpreter():
+    rng = np.random.default_rng()
+    for _ in range(3):
+        g = Graph("conv")
+        cin, cout = int(rng.integers(1, 4)), int(rng.integers(1, 6))
+        g.add_input("x", TensorType((2, cin, 9, 8)))
+        attrs = {"strides": [int(s) for s in rng.integers(1, 3, 2)], "dilations": [int(d) for d in rng.integers(1, 3, 2)],
+                 "pads": [int(p) for p in rng.integers(0, 3, 4)], "kernel_shape": [3, 2]}
+        w = g.add_initializer("w", rng.standard_normal((cout, cin, 3, 2)).astype(np.float32))
+        b = g.add_initializer("b", rng.standard_normal(cout).astype(np.float32))
+        y = g.add_node("Conv", ["x", w, b], attrs, name="conv").outputs[0]
+        y = g.add_node("Relu", [y], name="relu").outputs[0]
+        z = g.add_node("MatMul", [y, g.add_initializer("m", rng.standard_normal((g.type_of(y).shape[-1], 3)).astype(np.float32))],
+                       name="mm3d").outputs[0]  # (2, cout, Ho, Wo) x (Wo, 3): leading dims flatten into M
+        g.outputs = [z]
+        cfg = AccelConfig(int(rng.integers(2, 6)), int(rng.integers(2, 6)), str(rng.choice(["ws", "os"])), "float32")
+        g2 = offload(g, cfg)
+        assert [n.op for n in g2.nodes] == ["AccelCall"]
+        x = rng.standard_normal((2, cin, 9, 8)).astype(np.float32)
+        out, rep = run_offloaded(g2, {"x": x})
+        np.testing.assert_allclose(out[z], execute(g, {"x": x})[z], rtol=1e-4, atol=1e-4)
+        assert [r["op"] for r in rep.table()] == ["Conv+Relu", "MatMul"]
