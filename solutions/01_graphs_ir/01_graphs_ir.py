@@ -31,9 +31,10 @@
 # | 4 | `remove_redundant(graph)` — drop Identity / Dropout / cancelling Transposes | 3 |
 # | 5 | `free_after(graph)` — last-use (liveness) over the linear form | 2 |
 #
-# The exercises are independent: if you are stuck on one, the next still works (the notebook uses
-# the library's versions, never your code, to prepare the next step). Test failures tell you what was
-# expected and what your code returned.
+# The exercises are independent: if you are stuck on one, the next still works (later sections use the
+# library's versions, never your code; only the ResNet-18 memory plot after Exercise 5 calls your
+# `free_after`, and it waits for you to implement it). Test failures tell you what was expected and what
+# your code returned.
 
 # %%
 import time
