@@ -32,6 +32,7 @@ class Annotation:
 
     @property
     def offload(self) -> bool:
+        """True when the node goes to the accelerator."""
         return self.target == "accel"
 
 
@@ -177,6 +178,7 @@ class PartitionForAccel(Pass):
         self.config = config or AccelConfig(16, 16, "ws", "float32")
 
     def apply(self, graph: Graph) -> dict[str, Any]:
+        """Annotate, partition and replace each group by an AccelCall node, in place."""
         notes = annotate(graph, self.config)
         offload = [n for n, a in notes.items() if a.offload]
         if not offload:

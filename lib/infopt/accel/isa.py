@@ -40,6 +40,7 @@ class Load:
         return ((self.rows[1] - self.rows[0]) * self.repeat, self.cols[1] - self.cols[0])
 
     def asm(self) -> str:
+        """This command as one line of assembly."""
         rep = f" x{self.repeat}" if self.repeat != 1 else ""
         return f"LOAD    {self.buf}[{self.addr:#06x}] <- {_region(self.tensor, self.rows, self.cols)}{rep}"
 
@@ -57,6 +58,7 @@ class MatMul:
     acc: bool = False
 
     def asm(self) -> str:
+        """This command as one line of assembly."""
         return (
             f"MATMUL  out[{self.c_addr:#06x}] <- in[{self.a_addr:#06x}] * wt[{self.b_addr:#06x}] "
             f"m={self.m} k={self.k} n={self.n} acc={int(self.acc)}"
@@ -75,9 +77,11 @@ class Store:
 
     @property
     def shape(self) -> tuple[int, int]:
+        """(rows, cols) of the tile read from SRAM."""
         return (self.rows[1] - self.rows[0], self.cols[1] - self.cols[0])
 
     def asm(self) -> str:
+        """This command as one line of assembly."""
         return f"STORE   out[{self.addr:#06x}] -> {_region(self.tensor, self.rows, self.cols)}{' relu' if self.relu else ''}"
 
 
@@ -101,6 +105,7 @@ class Program:
         return self.commands[i]
 
     def append(self, cmd: Command) -> None:
+        """Add a command at the end of the stream."""
         self.commands.append(cmd)
 
     def count(self, kind: type) -> int:

@@ -115,10 +115,12 @@ class OffloadReport:
     layers: list = field(default_factory=list)
 
     def table(self) -> list[dict[str, Any]]:
+        """One row (dict) per layer."""
         return [layer.row() for layer in self.layers]
 
     @property
     def cycles(self) -> int:
+        """Total accelerator cycles of all layers."""
         return sum(layer.stats.cycles for layer in self.layers)
 
     def format(self) -> str:

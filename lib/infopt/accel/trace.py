@@ -53,6 +53,7 @@ class ArrayTrace:
 
     @property
     def cycles(self) -> int:
+        """Number of recorded cycles."""
         return len(self.phase)
 
     @property
@@ -78,9 +79,11 @@ class _Arith:
         self.zero = 0 if self.is_int else np.float32(0)
 
     def value(self, x):
+        """An operand as the exact scalar type of the format."""
         return int(x) if self.is_int else np.float32(x)
 
     def mac(self, acc, x, y):
+        """acc + x * y, rounded or wrapped like the hardware."""
         if self.is_int:
             return ((acc + x * y + 2**31) & 0xFFFFFFFF) - 2**31
         return np.float32(acc + np.float32(x * y))
