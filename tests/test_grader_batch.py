@@ -44,8 +44,18 @@ def surviving(marker: str) -> list[str]:
 def batch(tmp_path_factory):
     folder = tmp_path_factory.mktemp("adversarial")
     unit = load_unit("toy_unit", TOY)
-    roster = materialize(unit.master, "toy_unit", folder, REPO)
-    protected = (REPO / "solutions", REPO / "course", TOY.parent)
+    # A decoy course on the host (solutions, release, gradebook) for the hostile code to aim at: other people may
+    # edit the real solutions/ while this runs, nobody edits the decoy.
+    decoy = folder / "decoy"
+    (decoy / "solutions" / "toy_unit").mkdir(parents=True)
+    (decoy / "solutions" / "toy_unit" / "toy_unit.py").write_bytes(TOY.read_bytes())
+    (decoy / "course" / "toy_unit").mkdir(parents=True)
+    (decoy / "course" / "toy_unit" / "toy_unit.ipynb").write_text(json.dumps(unit.release))
+    (decoy / "gradebook.db").write_bytes(b"decoy gradebook")
+    (decoy / "autograder").mkdir()
+    (decoy / "autograder" / "grade.py").write_text("# decoy")
+    roster = materialize(unit.master, "toy_unit", folder, decoy)
+    protected = (decoy, TOY.parent)
     before = snapshot(*protected)
     records = grade("toy_unit", folder / "uploads", folder / "out", roster, workers=2, limits=LIMITS, source=TOY,
                     quiet=True)
@@ -75,8 +85,10 @@ def test_every_roster_student_has_a_row_in_roster_order(batch):
 
 
 def test_nothing_outside_the_output_changed_and_no_process_survived(batch):
-    assert batch["before"] == batch["after"], "grading changed files under solutions/, course/ or the unit source"
-    assert not list(REPO.rglob("pwned.txt"))
+    changed = sorted(set(batch["before"].items()) ^ set(batch["after"].items()))
+    assert not changed, f"grading changed files under solutions/, course/, the gradebook or the unit: {changed[:4]}"
+    assert not [p for p in (REPO / "solutions" / "pwned.txt", REPO / "course" / "pwned.txt", Path("/work/pwned.txt"),
+                            Path("/usr/pwned.txt")) if p.exists()]
     assert not surviving(DETACHED_MARKER), "a detached student process outlived its sandbox"
     log = (batch["out"] / "logs" / "k_escape.jsonl").read_text()
     assert "ESCAPE-REPORT" in log and "READ " not in log and "WROTE " not in log
