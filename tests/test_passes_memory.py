@@ -88,22 +88,36 @@ def test_lower_bound_matches_a_step_by_step_count():
     assert lower_bound_bytes(ivs) == max(per_step)
 
 
-def test_planner_is_near_the_lower_bound_on_conv_net_like_chains():
-    # stages of equal-sized activations that shrink by 2x per stage, with skip connections inside a stage
-    rng = np.random.default_rng()
-    ivs, t = [], 0
-    for stage in range(5):
-        size = int(rng.integers(32, 64)) * 1024 >> stage
-        for k in range(int(rng.integers(3, 8))):
-            ivs.append(Interval(f"s{stage}_{k}", t, t + 1, size))
-            if k % 2 == 0:
-                ivs.append(Interval(f"skip{stage}_{k}", t, t + 2, size))
-            t += 1
-    plan = plan_memory(ivs, align=1)
-    check_plan(ivs, plan.offsets)
-    assert plan.peak_bytes <= 1.10 * lower_bound_bytes(ivs)
-    # and it is never worse than either single strategy
-    assert plan.peak_bytes <= min(plan_memory(ivs, align=1, order=o).peak_bytes for o in ("size", "breadth"))
+def _random_net(seed: int) -> Graph:
+    """A seeded random conv net: stages of Conv + activation with residual Adds, channels changing per stage."""
+    rng = np.random.default_rng(seed)
+    g = Graph("net")
+    h = g.add_input("x", TensorType((1, 8, 16, 16)))
+    for stage in range(int(rng.integers(2, 5))):
+        c = int(rng.integers(4, 33))
+        w = g.add_initializer(g.fresh_name("w"), np.zeros((c, g.type_of(h).shape[1], 3, 3), np.float32))
+        h = g.add_node("Conv", [h, w], {"pads": [1, 1, 1, 1], "strides": [1 + (stage > 0)] * 2}).outputs[0]
+        for _ in range(int(rng.integers(1, 4))):
+            skip = h
+            for _ in range(int(rng.integers(1, 3))):
+                w = g.add_initializer(g.fresh_name("w"), np.zeros((c, c, 3, 3), np.float32))
+                h = g.add_node("Relu", [g.add_node("Conv", [h, w], {"pads": [1, 1, 1, 1]}).outputs[0]]).outputs[0]
+            h = g.add_node("Add", [h, skip]).outputs[0]
+    g.outputs = [g.add_node("GlobalAveragePool", [h]).outputs[0]]
+    return g
+
+
+def test_planner_is_near_the_lower_bound_on_random_conv_nets():
+    # placement is NP-hard in general: greedy is usually at the bound, sometimes not; judge the distribution
+    ratios = []
+    for seed in range(40):
+        ivs = liveness(_random_net(seed))
+        plan = plan_memory(ivs, align=1)
+        check_plan(ivs, plan.offsets)
+        single = min(plan_memory(ivs, align=1, order=o).peak_bytes for o in ("size", "breadth"))
+        assert plan.peak_bytes <= single  # "best" is never worse than either order alone
+        ratios.append(plan.peak_bytes / lower_bound_bytes(ivs))
+    assert np.median(ratios) <= 1.01 and np.mean(np.array(ratios) <= 1.10) >= 0.9 and max(ratios) < 1.5
 
 
 def test_bad_arguments():
