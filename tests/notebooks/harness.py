@@ -269,3 +269,28 @@ def wrong_answer_problems(unit: Unit, graded: Graded, student: str) -> list[str]
     out += [f"the wrong answer {path.name} for {ex!r} also loses points on {gid}: {s} (exercises must not "
             "depend on each other's student code)" for gid, s in scores.items() if gid != target and s[0] != s[1]]
     return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m tests.notebooks.harness <unit>`: grade a unit like the tests do and print every score and problem."""
+    import sys
+
+    names = argv if argv is not None else sys.argv[1:]
+    if len(names) != 1:
+        print("usage: python -m tests.notebooks.harness <unit>  (a folder of solutions/)", file=sys.stderr)
+        return 2
+    unit = Unit(names[0], release.SOLUTIONS, release.COURSE)
+    graded = grade_unit(unit)
+    for student, scores in graded.scores.items():
+        cells = "  ".join(f"{gid}={s:g}/{m:g}" for gid, (s, m) in scores.items())
+        print(f"{student:45s} {graded.seconds.get(student, 0):6.1f} s  {cells}")
+    problems = structure_problems(unit) + leaks(unit) + solution_problems(graded) + release_problems(graded)
+    problems += [p for s in unit.wrong_answers() for p in wrong_answer_problems(unit, graded, s)]
+    stale = release.stale_reason(unit.name, unit.solutions, unit.course)
+    problems += [f"course/ is stale: {stale}"] if stale else []
+    print("\n".join(["", "problems:"] + [f"  - {p}" for p in problems]) if problems else "\nno problems")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
