@@ -193,3 +193,26 @@ def test_schedule_chain_records_steps():
     s = Schedule(_mm_nest(M, N, K)).reorder(["i", "k", "j"]).split("j", 8).vectorize("ji")
     assert len(s.steps) == 3 and "reorder" in s.steps[0]
     _run_mm(s.kernel, M, N, K)
+
+
+def test_contract_keeps_fused_intermediate_in_a_register():
+    from infopt.codegen.chains import elementwise_chain, fused_chain
+
+    n = int(rng.integers(5, 200))
+    k = elementwise_chain(n, ["bias", "relu", "square"])
+    f = fused_chain(k)
+    assert not any(b.role == "temp" for b in f.buffers) and len(f.body) == 1
+    x, p = rng.standard_normal(n, dtype=np.float32), rng.standard_normal(n, dtype=np.float32)
+    (y,) = compile_kernel(f).run(x, p)
+    np.testing.assert_allclose(y, np.maximum(x + p, 0) ** 2, rtol=1e-5, atol=1e-6)
+
+
+def test_contract_rejects_unfused_or_visible_buffers():
+    from infopt.codegen.chains import elementwise_chain
+    from infopt.codegen.schedule import contract
+
+    k = elementwise_chain(10, ["relu", "square"])
+    with pytest.raises(ScheduleError, match="fuse them"):
+        contract(k, "t0")
+    with pytest.raises(ScheduleError, match="temp"):
+        contract(k, "y")

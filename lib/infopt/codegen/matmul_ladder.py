@@ -72,6 +72,18 @@ def tiled(M: int, N: int, K: int, l2: tuple[int, int, int] = (128, 256, 128),
     return Kernel(f"mm_tiled_{M}x{N}x{K}", k.buffers, k.body)
 
 
+def tiled_order(M: int, N: int, K: int, tiles: tuple[int, int, int] = (16, 16, 16), order: str = "ijk",
+                inner: str = "ikj") -> Kernel:
+    """One level of (ti, tj, tk) tiles with the tile loops in ``order`` and the loops inside a tile in ``inner``."""
+    for o in (order, inner):
+        if sorted(o) != ["i", "j", "k"]:
+            raise ValueError(f"loop order {o!r} must be a permutation of 'ijk'")
+    ti, tj, tk = tiles
+    k = split(split(split(naive(M, N, K), "i", ti), "j", tj), "k", tk)
+    k = reorder(k, [f"{v}o" for v in order] + [f"{v}i" for v in inner])
+    return Kernel(f"mm_tiled_{order}_{ti}x{tj}x{tk}_{M}x{N}x{K}", k.buffers, k.body)
+
+
 def _ceil_to(x: int, m: int) -> int:
     return -(-x // m) * m
 

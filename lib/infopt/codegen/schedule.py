@@ -479,6 +479,48 @@ def _store_paths(body: Body, target: str, outer: list[Loop]) -> list[tuple[tuple
     return out
 
 
+# ----- contract (an intermediate becomes a register) ----------------------------------------------
+def contract(k: Kernel, buffer: str) -> Kernel:
+    """Replace a temp buffer that is written and read at one index inside one loop by a local scalar.
+
+    After fusing a producer and its consumer the intermediate no longer needs memory: each iteration
+    writes the element, then reads it back. The buffer must have role ``temp`` (no caller sees it),
+    and be accessed inside a single loop at a single index tuple, written before it is read.
+    """
+    from .kernel_ir import Assign
+
+    buf = k.buffer(buffer)
+    if buf.role != "temp":
+        raise ScheduleError(f"contract {buffer}: role is {buf.role!r}; only 'temp' buffers (invisible to the caller) "
+                            "can be kept in registers")
+    holders = [s for s in iter_stmts(k.body) if isinstance(s, Loop)
+               and not any(isinstance(b, Loop) for b in s.body)
+               and (buffer in collect(s.body).reads or buffer in collect(s.body).writes)]
+    if len(holders) != 1:
+        raise ScheduleError(f"contract {buffer}: it is used in {len(holders)} innermost loops; fuse them into one first")
+    lp = holders[0]
+    acc, acc_all = collect(lp.body), collect(k.body)
+    if len(acc_all.writes.get(buffer, [])) != len(acc.writes.get(buffer, [])) or \
+            len(acc_all.reads.get(buffer, [])) != len(acc.reads.get(buffer, [])):
+        raise ScheduleError(f"contract {buffer}: it is also used outside loop {lp.var.name}")
+    ixs = acc.writes.get(buffer, []) + acc.reads.get(buffer, [])
+    if any(ix != ixs[0] for ix in ixs):
+        raise ScheduleError(f"contract {buffer}: it is accessed at several indices in loop {lp.var.name}")
+    v = Var(f"{buffer}_r", buf.dtype)
+    written = False
+    new_body: list[Stmt] = []
+    for st in lp.body:
+        if buffer in collect((st,)).reads and not written:
+            raise ScheduleError(f"contract {buffer}: loop {lp.var.name} reads it before writing it")
+        st2 = _map_exprs(st, lambda e: v if isinstance(e, Load) and e.buffer.name == buffer else e)
+        if isinstance(st2, Store) and st2.buffer.name == buffer:
+            st2 = Assign(v, st2.value)
+            written = True
+        new_body.append(st2)
+    k2 = _replace_loop(k, lp.var.name, lambda l: replace(l, body=tuple(new_body)))
+    return _done(replace(k2, buffers=tuple(b for b in k2.buffers if b.name != buffer)))
+
+
 # ----- chaining ----------------------------------------------------------------------------------
 class Schedule:
     """A kernel plus the primitives applied to it, chainable: ``Schedule(k).split("i", 8).unroll("ii").kernel``."""
@@ -523,6 +565,10 @@ class Schedule:
     def pack(self, *a: Any, **kw: Any) -> "Schedule":
         """See ``pack``."""
         return self._apply(pack, *a, **kw)
+
+    def contract(self, *a: Any, **kw: Any) -> "Schedule":
+        """See ``contract``."""
+        return self._apply(contract, *a, **kw)
 
     def compute_at(self, *a: Any, **kw: Any) -> "Schedule":
         """See ``compute_at``."""
