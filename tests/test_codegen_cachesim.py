@@ -92,3 +92,9 @@ def test_traffic_model_orders_the_ladder():
         assert t["naive"] > t["interchanged"] >= t["tiled"], t
         assert intensity("packed", n, cache) > intensity("naive", n, cache)
     assert chain_bytes(1000, 4, fused=True) * 4 == chain_bytes(1000, 4, fused=False)
+
+
+def test_misses_by_buffer_add_up():
+    st = kernel_misses(naive(16, 40, 48))  # a column of B (48 lines) overflows the 2 KiB L1
+    assert st.by_buffer is not None and sum(st.by_buffer.values()) == st.misses("L1")
+    assert st.by_buffer["B"] >= st.by_buffer["A"]

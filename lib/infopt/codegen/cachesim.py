@@ -75,6 +75,7 @@ class CacheStats:
     levels: list[LevelStats]
     writebacks: int
     line: int
+    by_buffer: dict[str, int] | None = None   # first-level misses per buffer (when replaying a Trace)
 
     def misses(self, level: str) -> int:
         """Misses of the named level."""
@@ -136,14 +137,18 @@ def simulate(trace: Trace | np.ndarray, levels: Sequence[CacheLevel] = SMALL_HIE
     lines = addrs // line
     stats: list[LevelStats] = []
     wb = 0
+    by_buffer = None
     for i, lvl in enumerate(levels):
         miss, dirty_left, dirty_evicted = _replay_level(lines, w, lvl)
         stats.append(LevelStats(lvl.name, int(lines.size), int(miss.sum())))
+        if i == 0 and isinstance(trace, Trace):
+            counts = np.bincount(trace.buffer_ids[miss], minlength=len(trace.buffers))
+            by_buffer = {b: int(c) for b, c in zip(trace.buffers, counts)}
         if i == len(levels) - 1:
             wb = dirty_left + dirty_evicted
         # the next level sees the misses (reads of the missing lines) plus write-backs of dirty lines
         lines, w = lines[miss], w[miss]
-    return CacheStats(stats, int(wb), line)
+    return CacheStats(stats, int(wb), line, by_buffer)
 
 
 def kernel_misses(kernel: Kernel, levels: Sequence[CacheLevel] = SMALL_HIERARCHY,
