@@ -216,3 +216,13 @@ def test_contract_rejects_unfused_or_visible_buffers():
         contract(k, "t0")
     with pytest.raises(ScheduleError, match="temp"):
         contract(k, "y")
+
+
+def test_fuse_rejects_reduction_then_use_like_softmax():
+    n = 16
+    X, MX, Y = Buffer("X", (n,)), Buffer("MX", (1,), role="out"), Buffer("Y", (n,), role="out")
+    i, j = Var("i"), Var("j")
+    k = Kernel("smax_part", (X, MX, Y), (loop("i", n, body=Store(MX, (0,), maximum(MX[0], X[i]))),
+                                         loop("j", n, body=Store(Y, (j,), X[j] - MX[0]))))
+    with pytest.raises(ScheduleError, match="finished reduction"):
+        fuse(k, "i", "j")

@@ -268,6 +268,14 @@ def fuse(k: Kernel, first: str, second: str) -> Kernel:
                 raise ScheduleError(f"fuse {first}+{second}: buffer {name} is accessed at {index_text(ix1[0])} in the "
                                     f"first loop and at {index_text(ix)}; iteration i of the second loop would need "
                                     "values the first has not produced yet (or overwrite ones still needed)")
+    fused_vars = sorted({v.name for v in mapping.values() if isinstance(v, Var)})
+    for name in acc1.written() & (set(acc2.reads) | acc2.written()):
+        for ix in acc1.writes[name]:
+            missing = [v for v in fused_vars if v not in set().union(*(affine_vars(i) for i in ix))]
+            if missing:
+                raise ScheduleError(f"fuse {first}+{second}: the first loop reduces into {name}{index_text(ix)} (the "
+                                    f"index does not depend on {missing[0]}), and the second loop uses {name}: it "
+                                    "needs the finished reduction, so fusing would read a partial value")
     for name in set(acc1.scalars_written) & acc2.scalars_read:
         raise ScheduleError(f"fuse {first}+{second}: scalar {name} computed by the first loop is read by the second; "
                             "after fusion it would hold a partial value")
