@@ -1,0 +1,117 @@
+"""Unit 02 benchmark: our pass pipeline on ResNet-18 against onnxruntime's own graph optimizer, side by side.
+
+ResNet-18 (batch 1, 224x224) exported with ``do_constant_folding=False`` (BatchNorm nodes kept) goes through
+``infopt.passes.default_pipeline``; the result is exported back to ONNX (FusedConv as com.microsoft.FusedConv).
+- resnet18_nodes_before / _after: graph nodes before and after our pipeline.
+- ort_kernels_ours: kernels onnxruntime executes (its profiler) for our graph under ORT_DISABLE_ALL;
+  ort_kernels_ort_all / _ort_extended: for the original under ORT_ENABLE_ALL / ORT_ENABLE_EXTENDED.
+- latency_ours_over_ort_extended / _over_ort_all: our graph under ORT_DISABLE_ALL over the original under
+  ORT_ENABLE_EXTENDED / ORT_ENABLE_ALL; one thread each, runs interleaved (order rotated), ratio of medians.
+- memplan_peak_over_lower_bound / _over_no_reuse: the arena of our memory plan for the optimized ResNet-18.
+- resnet50_pipeline_s: the whole pipeline (with the verifier after each pass) on ResNet-50 (224x224), median.
+
+    python benchmarks/passes.py [--repeats 15] [--json]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import numpy as np
+
+
+def measure(repeats: int) -> dict:
+    """Run every measurement; returns the figures (see the module docstring)."""
+    from infopt.ir.onnx_io import from_onnx
+    from infopt.models import resnet18_onnx, resnet50_onnx
+    from infopt.passes import default_pipeline, plan_memory
+    from infopt.passes.export import export_onnx
+    from infopt.passes.ort_check import ort_kernel_count, ort_run, ort_session
+    from infopt.passes.rewrite import max_relative_error
+
+    original = resnet18_onnx(do_constant_folding=False)
+    graph = from_onnx(original)
+    result = default_pipeline().run(graph)
+    ours = export_onnx(result.graph, "ort")
+    rng = np.random.default_rng(0)
+    feeds = {graph.inputs[0]: rng.standard_normal(graph.type_of(graph.inputs[0]).shape).astype(np.float32)}
+    err = max_relative_error(ort_run(ours, feeds)[0], ort_run(original, feeds)[0])
+
+    variants = {
+        "ours, ORT_DISABLE_ALL": (ours, "disable_all"),
+        "original, ORT_DISABLE_ALL": (original, "disable_all"),
+        "original, ORT_ENABLE_EXTENDED": (original, "extended"),
+        "original, ORT_ENABLE_ALL": (original, "all"),
+    }
+    sessions = {k: ort_session(m, level, threads=1) for k, (m, level) in variants.items()}
+    times: dict[str, list[float]] = {k: [] for k in variants}
+    names = list(variants)
+    for k in names:  # warm-up
+        sessions[k].run(None, feeds)
+    for i in range(repeats):
+        for k in names[i % len(names):] + names[: i % len(names)]:
+            t0 = time.perf_counter()
+            sessions[k].run(None, feeds)
+            times[k].append(time.perf_counter() - t0)
+    med = {k: float(np.median(v)) for k, v in times.items()}
+    kernels = {k: ort_kernel_count(m, feeds, level) for k, (m, level) in variants.items()}
+
+    plan = plan_memory(result.graph).summary()
+    g50 = from_onnx(resnet50_onnx(do_constant_folding=False))
+    pipe_s = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        default_pipeline().run(g50)
+        pipe_s.append(time.perf_counter() - t0)
+    return {
+        "resnet18_nodes_before": len(graph),
+        "resnet18_nodes_after": len(result.graph),
+        "ort_kernels_original": kernels["original, ORT_DISABLE_ALL"],
+        "ort_kernels_ours": kernels["ours, ORT_DISABLE_ALL"],
+        "ort_kernels_ort_extended": kernels["original, ORT_ENABLE_EXTENDED"],
+        "ort_kernels_ort_all": kernels["original, ORT_ENABLE_ALL"],
+        "latency_ms": {k: round(v * 1e3, 3) for k, v in med.items()},
+        "latency_ours_over_original": med["ours, ORT_DISABLE_ALL"] / med["original, ORT_DISABLE_ALL"],
+        "latency_ours_over_ort_extended": med["ours, ORT_DISABLE_ALL"] / med["original, ORT_ENABLE_EXTENDED"],
+        "latency_ours_over_ort_all": med["ours, ORT_DISABLE_ALL"] / med["original, ORT_ENABLE_ALL"],
+        "max_rel_err_vs_original": err,
+        "memplan_peak_over_lower_bound": plan["plan_over_lower_bound"],
+        "memplan_peak_over_no_reuse": plan["plan_over_no_reuse"],
+        "memplan_peak_bytes": plan["plan_bytes"],
+        "resnet50_nodes_before": len(g50),
+        "resnet50_pipeline_s": float(np.median(pipe_s)),
+        "repeats": repeats,
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeats", type=int, default=15)
+    ap.add_argument("--json", action="store_true", help="print exactly one JSON object")
+    args = ap.parse_args()
+    if args.repeats < 1:
+        ap.error("--repeats must be >= 1")
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(1):
+        r = measure(args.repeats)
+    if args.json:
+        print(json.dumps(r))
+        return
+    print(f"ResNet-18 (224x224, BN kept): {r['resnet18_nodes_before']} -> {r['resnet18_nodes_after']} nodes "
+          f"after our pipeline (max relative error in onnxruntime {r['max_rel_err_vs_original']:.1e})")
+    print(f"{'variant':32s} {'kernels':>8s} {'median ms':>10s} {'ours / this':>12s}")
+    ours = r["latency_ms"]["ours, ORT_DISABLE_ALL"]
+    kern = {"ours, ORT_DISABLE_ALL": r["ort_kernels_ours"], "original, ORT_DISABLE_ALL": r["ort_kernels_original"],
+            "original, ORT_ENABLE_EXTENDED": r["ort_kernels_ort_extended"],
+            "original, ORT_ENABLE_ALL": r["ort_kernels_ort_all"]}
+    for k, ms in r["latency_ms"].items():
+        print(f"{k:32s} {kern[k]:8d} {ms:10.2f} {ours / ms:12.3f}")
+    print(f"memory plan: {r['memplan_peak_over_lower_bound']:.3f} x lower bound, "
+          f"{r['memplan_peak_over_no_reuse']:.3f} x no reuse ({r['memplan_peak_bytes'] / 2**20:.2f} MiB)")
+    print(f"ResNet-50 ({r['resnet50_nodes_before']} nodes): whole pipeline in {r['resnet50_pipeline_s']:.3f} s")
+
+
+if __name__ == "__main__":
+    main()
