@@ -1,12 +1,15 @@
 """Unit 02 benchmark: our pass pipeline on ResNet-18 against onnxruntime's own graph optimizer, side by side.
 
 ResNet-18 (batch 1, 224x224) exported with ``do_constant_folding=False`` (BatchNorm nodes kept) goes through
-``infopt.passes.default_pipeline``; the result is exported back to ONNX (FusedConv as com.microsoft.FusedConv).
+``infopt.passes.default_pipeline(nchwc=True)`` (folding, fusion, then the blocked NCHWc layout); the result is
+exported back to ONNX (FusedConv as com.microsoft.FusedConv, NCHWc ops as com.microsoft.nchwc ops).
 - resnet18_nodes_before / _after: graph nodes before and after our pipeline.
 - ort_kernels_ours: kernels onnxruntime executes (its profiler) for our graph under ORT_DISABLE_ALL;
   ort_kernels_ort_all / _ort_extended: for the original under ORT_ENABLE_ALL / ORT_ENABLE_EXTENDED.
 - latency_ours_over_ort_extended / _over_ort_all: our graph under ORT_DISABLE_ALL over the original under
-  ORT_ENABLE_EXTENDED / ORT_ENABLE_ALL; one thread each, runs interleaved (order rotated), ratio of medians.
+  ORT_ENABLE_EXTENDED / ORT_ENABLE_ALL; one thread each, runs interleaved (order rotated), median of the
+  per-round ratios (the table also shows each variant's median time).
+  The same ratios for our pipeline without the layout pass: latency_fusion_only_over_ort_extended / _all.
 - memplan_peak_over_lower_bound / _over_no_reuse: the arena of our memory plan for the optimized ResNet-18.
 - resnet50_pipeline_s: the whole pipeline (with the verifier after each pass) on ResNet-50 (224x224), median.
 
@@ -32,7 +35,8 @@ def measure(repeats: int) -> dict:
 
     original = resnet18_onnx(do_constant_folding=False)
     graph = from_onnx(original)
-    result = default_pipeline().run(graph)
+    fused = default_pipeline().run(graph).graph
+    result = default_pipeline(nchwc=True).run(graph)
     ours = export_onnx(result.graph, "ort")
     rng = np.random.default_rng(0)
     feeds = {graph.inputs[0]: rng.standard_normal(graph.type_of(graph.inputs[0]).shape).astype(np.float32)}
@@ -40,6 +44,7 @@ def measure(repeats: int) -> dict:
 
     variants = {
         "ours, ORT_DISABLE_ALL": (ours, "disable_all"),
+        "ours w/o layout, ORT_DISABLE_ALL": (export_onnx(fused, "ort"), "disable_all"),
         "original, ORT_DISABLE_ALL": (original, "disable_all"),
         "original, ORT_ENABLE_EXTENDED": (original, "extended"),
         "original, ORT_ENABLE_ALL": (original, "all"),
@@ -55,9 +60,14 @@ def measure(repeats: int) -> dict:
             sessions[k].run(None, feeds)
             times[k].append(time.perf_counter() - t0)
     med = {k: float(np.median(v)) for k, v in times.items()}
+
+    def paired(a: str, b: str) -> float:
+        """Median over rounds of time(a) / time(b) in the same round (robust to load that drifts)."""
+        return float(np.median(np.array(times[a]) / np.array(times[b])))
+
     kernels = {k: ort_kernel_count(m, feeds, level) for k, (m, level) in variants.items()}
 
-    plan = plan_memory(result.graph).summary()
+    plan = plan_memory(fused).summary()
     g50 = from_onnx(resnet50_onnx(do_constant_folding=False))
     pipe_s = []
     for _ in range(3):
@@ -67,14 +77,18 @@ def measure(repeats: int) -> dict:
     return {
         "resnet18_nodes_before": len(graph),
         "resnet18_nodes_after": len(result.graph),
+        "resnet18_nodes_after_fusion_only": len(fused),
+        "ort_kernels_fusion_only": kernels["ours w/o layout, ORT_DISABLE_ALL"],
         "ort_kernels_original": kernels["original, ORT_DISABLE_ALL"],
         "ort_kernels_ours": kernels["ours, ORT_DISABLE_ALL"],
         "ort_kernels_ort_extended": kernels["original, ORT_ENABLE_EXTENDED"],
         "ort_kernels_ort_all": kernels["original, ORT_ENABLE_ALL"],
         "latency_ms": {k: round(v * 1e3, 3) for k, v in med.items()},
-        "latency_ours_over_original": med["ours, ORT_DISABLE_ALL"] / med["original, ORT_DISABLE_ALL"],
-        "latency_ours_over_ort_extended": med["ours, ORT_DISABLE_ALL"] / med["original, ORT_ENABLE_EXTENDED"],
-        "latency_ours_over_ort_all": med["ours, ORT_DISABLE_ALL"] / med["original, ORT_ENABLE_ALL"],
+        "latency_ours_over_original": paired("ours, ORT_DISABLE_ALL", "original, ORT_DISABLE_ALL"),
+        "latency_ours_over_ort_extended": paired("ours, ORT_DISABLE_ALL", "original, ORT_ENABLE_EXTENDED"),
+        "latency_ours_over_ort_all": paired("ours, ORT_DISABLE_ALL", "original, ORT_ENABLE_ALL"),
+        "latency_fusion_only_over_ort_extended": paired("ours w/o layout, ORT_DISABLE_ALL", "original, ORT_ENABLE_EXTENDED"),
+        "latency_fusion_only_over_ort_all": paired("ours w/o layout, ORT_DISABLE_ALL", "original, ORT_ENABLE_ALL"),
         "max_rel_err_vs_original": err,
         "memplan_peak_over_lower_bound": plan["plan_over_lower_bound"],
         "memplan_peak_over_no_reuse": plan["plan_over_no_reuse"],
@@ -101,14 +115,18 @@ def main() -> None:
         return
     print(f"ResNet-18 (224x224, BN kept): {r['resnet18_nodes_before']} -> {r['resnet18_nodes_after']} nodes "
           f"after our pipeline (max relative error in onnxruntime {r['max_rel_err_vs_original']:.1e})")
-    print(f"{'variant':32s} {'kernels':>8s} {'median ms':>10s} {'ours / this':>12s}")
+    print(f"{'variant':32s} {'kernels':>8s} {'median ms':>10s} {'ours / this (medians)':>22s}")
     ours = r["latency_ms"]["ours, ORT_DISABLE_ALL"]
     kern = {"ours, ORT_DISABLE_ALL": r["ort_kernels_ours"], "original, ORT_DISABLE_ALL": r["ort_kernels_original"],
+            "ours w/o layout, ORT_DISABLE_ALL": r["ort_kernels_fusion_only"],
             "original, ORT_ENABLE_EXTENDED": r["ort_kernels_ort_extended"],
             "original, ORT_ENABLE_ALL": r["ort_kernels_ort_all"]}
     for k, ms in r["latency_ms"].items():
-        print(f"{k:32s} {kern[k]:8d} {ms:10.2f} {ours / ms:12.3f}")
-    print(f"memory plan: {r['memplan_peak_over_lower_bound']:.3f} x lower bound, "
+        print(f"{k:32s} {kern[k]:8d} {ms:10.2f} {ours / ms:22.3f}")
+    print(f"paired ratios: ours / ORT_ENABLE_EXTENDED {r['latency_ours_over_ort_extended']:.3f}, "
+          f"ours / ORT_ENABLE_ALL {r['latency_ours_over_ort_all']:.3f}; without the layout pass "
+          f"{r['latency_fusion_only_over_ort_extended']:.3f} / {r['latency_fusion_only_over_ort_all']:.3f}")
+    print(f"memory plan (fused graph): {r['memplan_peak_over_lower_bound']:.3f} x lower bound, "
           f"{r['memplan_peak_over_no_reuse']:.3f} x no reuse ({r['memplan_peak_bytes'] / 2**20:.2f} MiB)")
     print(f"ResNet-50 ({r['resnet50_nodes_before']} nodes): whole pipeline in {r['resnet50_pipeline_s']:.3f} s")
 

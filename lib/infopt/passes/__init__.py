@@ -2,7 +2,7 @@
 
 A pass is ``Pass.run(graph) -> PassResult(graph, changed, stats, reason)``; ``PassManager`` runs a list
 of them (in order or to a fixpoint), verifies after each and records statistics. Importing this package
-registers the fused ops (FusedConv, FusedElementwise, ConvNHWC) into the IR's op registry.
+registers the fused and layout ops (FusedConv, FusedElementwise, ConvNHWC, NchwcConv...) into the IR's op registry.
 """
 from . import fused_ops  # noqa: F401  (registers the fused ops)
 from .base import (FunctionPass, Pass, PassError, PassManager, PassRecord, PassResult, PassSkipped,
@@ -14,6 +14,7 @@ from .fold import ConstantFolding
 from .fusion import ConvFusion, ElementwiseFusion
 from .inplace import inplace_candidates
 from .layout import ToNHWC, TransposeSinking
+from .nchwc import ToNCHWc
 from .memory import (Interval, MemoryPlan, check_plan, liveness, lower_bound_bytes, no_reuse_bytes, plan_memory,
                      plan_peak)
 from .pipeline import default_pipeline, optimize
@@ -22,7 +23,7 @@ from .simplify import AlgebraicSimplification
 __all__ = [
     "AlgebraicSimplification", "BatchNormFolding", "CommonSubexpressionElimination", "ConstantFolding",
     "ConvFusion", "DeadCodeElimination", "ElementwiseFusion", "FunctionPass", "Interval", "MemoryPlan", "Pass",
-    "PassError", "PassManager", "PassRecord", "PassResult", "PassSkipped", "PipelineResult", "ToNHWC", "TransposeSinking", "bn_scale_shift",
+    "PassError", "PassManager", "PassRecord", "PassResult", "PassSkipped", "PipelineResult", "ToNCHWc", "ToNHWC", "TransposeSinking", "bn_scale_shift",
     "check_plan", "cse_key", "default_pipeline", "fold_batchnorm", "fold_bn_into_conv", "graph_signature",
     "inplace_candidates", "live_nodes", "liveness", "lower_bound_bytes", "no_reuse_bytes", "optimize",
     "plan_memory", "plan_peak", "run_passes",

@@ -63,8 +63,8 @@ def expand_fused(graph: Graph, keep_fused_conv: bool = False) -> Graph:
 def export_onnx(graph: Graph, target: str = "ort", check: bool = True) -> Any:
     """Export an optimized graph as an ONNX ModelProto.
 
-    ``target="ort"`` keeps FusedConv nodes as onnxruntime's ``com.microsoft.FusedConv`` (one kernel each);
-    ``target="onnx"`` writes only standard ONNX ops. FusedElementwise nodes are expanded in both.
+    ``target="ort"`` keeps FusedConv nodes as onnxruntime's ``com.microsoft.FusedConv`` (one kernel each) and
+    NCHWc nodes as its ``com.microsoft.nchwc`` ops; ``target="onnx"`` writes only standard ONNX ops. FusedElementwise nodes are expanded in both.
     """
     import onnx
     from onnx import helper
@@ -75,12 +75,17 @@ def export_onnx(graph: Graph, target: str = "ort", check: bool = True) -> Any:
         raise ValueError(f"target must be one of {TARGETS}, got {target!r}")
     g = expand_fused(graph, keep_fused_conv=target == "ort")
     model = to_onnx(g, check=False)
+    if target == "ort":
+        from .nchwc import to_ort_nchwc
+
+        to_ort_nchwc(model)
     uses_ort = False
     for n in model.graph.node:
         if n.op_type == "FusedConv":
             n.domain = ORT_DOMAIN
             uses_ort = True
     imports = [o for o in model.opset_import if o.domain not in ("infopt",)]
+    uses_nchwc = any(o.domain == "com.microsoft.nchwc" for o in imports)
     if any(n.domain == "infopt" for n in model.graph.node):
         bad = sorted({n.op_type for n in model.graph.node if n.domain == "infopt"})
         raise ValueError(f"ops {bad} have no ONNX form; expand or remove them before exporting")
@@ -89,5 +94,5 @@ def export_onnx(graph: Graph, target: str = "ort", check: bool = True) -> Any:
     if uses_ort:
         model.opset_import.append(helper.make_opsetid(ORT_DOMAIN, 1))
     if check:
-        onnx.checker.check_model(model, full_check=not uses_ort)
+        onnx.checker.check_model(model, full_check=not (uses_ort or uses_nchwc))
     return model

@@ -11,8 +11,9 @@ from .fusion import ConvFusion, ElementwiseFusion
 from .simplify import AlgebraicSimplification
 
 
-def default_pipeline(fuse_elementwise: bool = True, verify: bool = True) -> PassManager:
-    """Constant folding, simplification, CSE, DCE, BN folding, Conv fusion, elementwise fusion, DCE."""
+def default_pipeline(fuse_elementwise: bool = True, verify: bool = True, nchwc: bool = False) -> PassManager:
+    """Constant folding, simplification, CSE, DCE, BN folding, Conv fusion, elementwise fusion, DCE;
+    with ``nchwc=True`` also the blocked-layout rewrite for onnxruntime's NCHWc kernels (ToNCHWc) at the end."""
     passes = [
         ConstantFolding(), AlgebraicSimplification(), CommonSubexpressionElimination(), DeadCodeElimination(),
         BatchNormFolding(), ConvFusion(),
@@ -20,7 +21,25 @@ def default_pipeline(fuse_elementwise: bool = True, verify: bool = True) -> Pass
     if fuse_elementwise:
         passes.append(ElementwiseFusion())
     passes.append(DeadCodeElimination())
-    return PassManager(passes, fixpoint=True, max_iterations=4, verify=verify)
+    pm = PassManager(passes, fixpoint=True, max_iterations=4, verify=verify)
+    if nchwc:
+        from .nchwc import ToNCHWc
+
+        return _Then(pm, PassManager([ToNCHWc()], verify=verify))
+    return pm
+
+
+class _Then(PassManager):
+    """Two pass managers one after the other (the second runs once, after the first's fixpoint)."""
+
+    def __init__(self, first: PassManager, second: PassManager) -> None:
+        super().__init__(first.passes + second.passes, verify=first.verify)
+        self.first, self.second = first, second
+
+    def run(self, graph: Graph, snapshots: bool = False) -> PipelineResult:
+        a = self.first.run(graph, snapshots)
+        b = self.second.run(a.graph, snapshots)
+        return PipelineResult(b.graph, a.records + b.records, a.snapshots + b.snapshots[1:])
 
 
 def optimize(graph: Graph, **kwargs) -> PipelineResult:

@@ -1,0 +1,254 @@
+"""Blocked layout (NCHWc): convolutions on channel blocks one SIMD register wide, as onnxruntime's CPU kernels run.
+
+An NCHWc tensor stores [N, C/B, H, W, B]: the channels of one pixel come in blocks of B (8 or 16 floats,
+one AVX register), contiguous. As onnxruntime does, its logical shape stays 4-D, [N, C padded to B, H, W]:
+the array holds the blocked memory order under that shape. A convolution then updates B output channels per vector instruction. The
+weights are reordered once, ahead of time: [O/B, I/B, kh, kw, Bi, Bo] ("OIHWBiBo"), or [O/B, I, kh, kw, Bo]
+when the convolution reads a plain NCHW input with few channels (the image). ``ToNCHWc`` rewrites Conv,
+FusedConv, MaxPool and GlobalAveragePool into these ops, reorders between layouts only where needed, and
+exports them as onnxruntime's ``com.microsoft.nchwc`` ops. Reference kernels (unblock, compute, reblock) make
+the interpreter run the result too.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..ir.graph import Graph, GraphError, Node
+from ..ir.ops import OpDef, get_op, register_op
+from ..ir.types import TensorType
+from .base import Pass
+from .fused_ops import FUSED_ATTRS
+
+NCHWC_DOMAIN = "com.microsoft.nchwc"
+# our op name -> the op_type onnxruntime knows in the nchwc domain
+EXPORT_NAMES = {"NchwcConv": "Conv", "NchwcMaxPool": "MaxPool", "NchwcGlobalAveragePool": "GlobalAveragePool",
+                "ReorderInput": "ReorderInput", "ReorderOutput": "ReorderOutput"}
+OURS_ONLY_ATTRS = ("block", "nchw_input")
+
+
+def block_nchw(x: np.ndarray, b: int) -> np.ndarray:
+    """NCHW -> NCHWc (memory [N, C/B, H, W, B], shape [N, Cpad, H, W]), zero-padding C to a multiple of B."""
+    n, c, h, w = x.shape
+    cp = -(-c // b) * b
+    if cp != c:
+        x = np.concatenate([x, np.zeros((n, cp - c, h, w), x.dtype)], axis=1)
+    return np.ascontiguousarray(x.reshape(n, cp // b, b, h, w).transpose(0, 1, 3, 4, 2)).reshape(n, cp, h, w)
+
+
+def unblock(x: np.ndarray, b: int, channels: int | None = None) -> np.ndarray:
+    """NCHWc -> NCHW, dropping padded channels beyond ``channels``."""
+    n, cp, h, w = x.shape
+    y = x.reshape(n, cp // b, h, w, b).transpose(0, 1, 4, 2, 3).reshape(n, cp, h, w)
+    return np.ascontiguousarray(y[:, :channels] if channels is not None else y)
+
+
+def reorder_weights(w: np.ndarray, b: int, nchw_input: bool) -> np.ndarray:
+    """OIHW conv weights in onnxruntime's NCHWc order (OIHWBiBo, or OIHWBo for an NCHW input), same shape."""
+    o, i, kh, kw = w.shape
+    if o % b:
+        raise ValueError(f"output channels {o} are not a multiple of the block size {b}")
+    if nchw_input:
+        return np.ascontiguousarray(w.reshape(o // b, b, i, kh, kw).transpose(0, 2, 3, 4, 1)).reshape(w.shape)
+    if i % b:
+        raise ValueError(f"input channels {i} are not a multiple of the block size {b}")
+    r = w.reshape(o // b, b, i // b, b, kh, kw).transpose(0, 2, 4, 5, 3, 1)  # [O/B, I/B, kh, kw, Bi, Bo]
+    return np.ascontiguousarray(r).reshape(w.shape)
+
+
+def unreorder_weights(w: np.ndarray, b: int, nchw_input: bool) -> np.ndarray:
+    """The inverse of reorder_weights: back to OIHW."""
+    o, i, kh, kw = w.shape
+    if nchw_input:
+        return np.ascontiguousarray(w.reshape(o // b, i, kh, kw, b).transpose(0, 4, 1, 2, 3)).reshape(w.shape)
+    r = w.reshape(o // b, i // b, kh, kw, b, b).transpose(0, 5, 1, 4, 2, 3)
+    return np.ascontiguousarray(r).reshape(w.shape)
+
+
+def _blocked_type(t: TensorType, b: int) -> TensorType:
+    n, c, h, w = t.shape
+    return TensorType((n, -(-c // b) * b, h, w), t.dtype, t.layout)  # the IR has no NCHWc tag: keep the source's
+
+
+def _plain(t: TensorType) -> TensorType:
+    return t
+
+
+def _conv_infer(types: Sequence[TensorType | None], attrs: dict[str, Any]) -> list[TensorType]:
+    b = int(attrs["block"])
+    x = types[0] if attrs.get("nchw_input") else _plain(types[0])
+    z = [_plain(types[3])] if len(types) > 3 and types[3] is not None else []
+    conv_attrs = {k: v for k, v in attrs.items() if k not in OURS_ONLY_ATTRS}
+    (y,) = get_op("FusedConv").infer([x, *types[1:3], *z], conv_attrs)
+    return [_blocked_type(y, b)]
+
+
+def _conv(xs: Sequence[np.ndarray | None], attrs: dict[str, Any]) -> list[np.ndarray]:
+    b, nchw_input = int(attrs["block"]), bool(attrs.get("nchw_input"))
+    x = xs[0] if nchw_input else unblock(xs[0], b)
+    w = unreorder_weights(xs[1], b, nchw_input)
+    z = [unblock(xs[3], b)] if len(xs) > 3 and xs[3] is not None else []
+    conv_attrs = {k: v for k, v in attrs.items() if k not in OURS_ONLY_ATTRS}
+    (y,) = get_op("FusedConv").compute([x, w, xs[2] if len(xs) > 2 else None, *z], conv_attrs)
+    return [block_nchw(y, b)]
+
+
+def _pool(op: str):
+    def plain_attrs(attrs: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in attrs.items() if k not in OURS_ONLY_ATTRS}
+
+    def infer(types: Sequence[TensorType | None], attrs: dict[str, Any]) -> list[TensorType]:
+        (y,) = get_op(op).infer([_plain(types[0])], plain_attrs(attrs))
+        return [_blocked_type(y, int(attrs["block"]))]
+
+    def compute(xs: Sequence[np.ndarray | None], attrs: dict[str, Any]) -> list[np.ndarray]:
+        b = int(attrs["block"])
+        (y,) = get_op(op).compute([unblock(xs[0], b)], plain_attrs(attrs))
+        return [block_nchw(y, b)]
+
+    return infer, compute
+
+
+register_op(OpDef("ReorderInput", lambda ts, a: [_blocked_type(ts[0], int(a["block"]))],
+                  lambda xs, a: [block_nchw(xs[0], int(a["block"]))], (1, 1), doc="NCHW -> NCHWc"))
+register_op(OpDef("ReorderOutput", lambda ts, a: [TensorType((ts[0].shape[0], int(a["channels"]), *ts[0].shape[2:4]),
+                                                             ts[0].dtype, ts[0].layout)],
+                  lambda xs, a: [unblock(xs[0], int(a["block"]), int(a["channels"]))], (1, 1), doc="NCHWc -> NCHW"))
+register_op(OpDef("NchwcConv", _conv_infer, _conv, (2, 4), doc="FusedConv on NCHWc tensors, reordered weights"))
+register_op(OpDef("NchwcMaxPool", *_pool("MaxPool"), (1, 1), doc="MaxPool on NCHWc tensors"))
+register_op(OpDef("NchwcGlobalAveragePool", *_pool("GlobalAveragePool"), (1, 1),
+                  doc="GlobalAveragePool on NCHWc tensors"))
+
+
+@functools.lru_cache(maxsize=1)
+def ort_block_size() -> int:
+    """The NCHWc block size onnxruntime uses on this CPU (probed from its own NCHWc rewrite of a tiny conv)."""
+    import os
+    import tempfile
+
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    from .ort_check import ort_session
+
+    w = numpy_helper.from_array(np.ones((1, 1, 1, 1), np.float32), "w")
+    g = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["y"])], "probe",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 4, 4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1, 4, 4])], initializer=[w])
+    path = os.path.join(tempfile.mkdtemp(prefix="infopt_nchwc_"), "probe.onnx")
+    ort_session(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), "all", optimized_path=path)
+    m = onnx.load(path)
+    shapes = [numpy_helper.to_array(i).shape for i in m.graph.initializer]
+    return int(max(s[0] for s in shapes if len(s) == 4))
+
+
+class ToNCHWc(Pass):
+    """Rewrite convolutions (and the pools between them) to the NCHWc layout with reordered weights.
+
+    A Conv/FusedConv qualifies when it is 2-D, ungrouped, has constant weights, and its output channels are a
+    multiple of the block; its input is blocked (input channels a multiple of the block) or, for the image,
+    read as plain NCHW. Values stay blocked from one converted node to the next; a ReorderOutput gives the
+    plain tensor to any other reader (DCE drops the ones nobody reads).
+    """
+
+    name = "to_nchwc"
+
+    def __init__(self, block: int | None = None) -> None:
+        self.block = block
+
+    def apply(self, graph: Graph) -> dict[str, Any]:
+        b = self.block or ort_block_size()
+        blocked: dict[str, str] = {}  # plain value -> its blocked twin
+        nodes: list[Node] = []
+        stats = {"convs": 0, "pools": 0, "reorders_in": 0}
+
+        def blocked_of(v: str) -> str:
+            if v not in blocked:
+                name = graph.fresh_name(f"{v}_nchwc")
+                nodes.append(Node("ReorderInput", [v], [name], {"block": b}, graph.fresh_name("ReorderInput")))
+                graph.types[name] = _blocked_type(graph.type_of(v), b)
+                blocked[v] = name
+                stats["reorders_in"] += 1
+            return blocked[v]
+
+        def emit(node: Node, op: str, ins: list[str], attrs: dict[str, Any]) -> None:
+            out = node.outputs[0]
+            yb = graph.fresh_name(f"{out}_nchwc")
+            new = Node(op, ins, [yb], attrs, graph.fresh_name(op))
+            nodes.append(new)
+            graph.types[yb] = get_op(op).infer([graph.type_of(i) if i else None for i in ins], attrs)[0]
+            c = graph.type_of(out).shape[1]
+            nodes.append(Node("ReorderOutput", [yb], [out], {"channels": c, "block": b},
+                              graph.fresh_name("ReorderOutput")))
+            blocked[out] = yb
+
+        for node in graph.toposort():
+            t = graph.types.get(node.inputs[0]) if node.inputs else None
+            if node.op in ("Conv", "FusedConv") and t is not None and t.rank == 4 and self._convertible(graph, node, b):
+                w = graph.initializers[node.inputs[1]]
+                o, i = w.shape[:2]
+                nchw_input = i % b != 0
+                x = node.inputs[0] if nchw_input else blocked_of(node.inputs[0])
+                wr = graph.add_initializer(graph.fresh_name("w_nchwc"), reorder_weights(w, b, nchw_input))
+                ins = [x, wr, node.inputs[2] if len(node.inputs) > 2 else ""]
+                if len(node.inputs) > 3 and node.inputs[3]:
+                    ins.append(blocked_of(node.inputs[3]))
+                attrs = {"dilations": [1, 1], "strides": [1, 1], "pads": [0, 0, 0, 0], "group": 1,
+                         "kernel_shape": list(w.shape[2:]), **node.attrs, "block": b}  # nchwc shape inference
+                attrs.pop("auto_pad", None)  # needs every attribute spelled out for 2-D
+                if nchw_input:
+                    attrs["nchw_input"] = 1
+                if not ins[2] and len(ins) == 3:
+                    ins = ins[:2]
+                emit(node, "NchwcConv", ins, attrs)
+                stats["convs"] += 1
+            elif node.op in ("MaxPool", "GlobalAveragePool") and node.inputs[0] in blocked and len(node.outputs) == 1:
+                attrs = {**node.attrs, "block": b}
+                if node.op == "MaxPool":
+                    attrs = {"dilations": [1, 1], "strides": [1, 1], "pads": [0, 0, 0, 0], **attrs}
+                    attrs.pop("auto_pad", None)
+                emit(node, "Nchwc" + node.op, [blocked[node.inputs[0]]], attrs)
+                stats["pools"] += 1
+            else:
+                nodes.append(node)
+        if not stats["convs"]:
+            return {"reason": f"no convolution can use {b}-channel blocks"}
+        graph.nodes = nodes
+        from .dce import DeadCodeElimination
+
+        DeadCodeElimination().apply(graph)
+        stats["reorders_out"] = sum(n.op == "ReorderOutput" for n in graph.nodes)
+        stats["reorders_in"] = sum(n.op == "ReorderInput" for n in graph.nodes)
+        return stats
+
+    @staticmethod
+    def _convertible(graph: Graph, node: Node, b: int) -> bool:
+        w = graph.initializers.get(node.inputs[1])
+        if w is None or w.ndim != 4 or int(node.attrs.get("group", 1)) != 1:
+            return False
+        if node.attrs.get("auto_pad", "NOTSET") not in ("NOTSET", b"NOTSET"):
+            return False
+        if len(node.inputs) > 2 and node.inputs[2] and node.inputs[2] not in graph.initializers:
+            return False
+        o, i = w.shape[:2]
+        return o % b == 0 and (i % b == 0 or i < b)
+
+
+def to_ort_nchwc(model: Any) -> Any:
+    """Rename our NCHWc ops in an exported ModelProto to onnxruntime's com.microsoft.nchwc ops (in place)."""
+    from onnx import helper
+
+    used = False
+    for n in model.graph.node:
+        if n.op_type in EXPORT_NAMES:
+            n.op_type = EXPORT_NAMES[n.op_type]
+            n.domain = NCHWC_DOMAIN
+            keep = [a for a in n.attribute if a.name not in OURS_ONLY_ATTRS]
+            del n.attribute[:]
+            n.attribute.extend(keep)
+            used = True
+    if used and not any(o.domain == NCHWC_DOMAIN for o in model.opset_import):
+        model.opset_import.append(helper.make_opsetid(NCHWC_DOMAIN, 1))
+    return model
