@@ -226,3 +226,10 @@ def test_fuse_rejects_reduction_then_use_like_softmax():
                                          loop("j", n, body=Store(Y, (j,), X[j] - MX[0]))))
     with pytest.raises(ScheduleError, match="finished reduction"):
         fuse(k, "i", "j")
+
+
+def test_tile_after_interchange_keeps_k_between():
+    M, N, K = _odd()
+    k = tile(reorder(_mm_nest(M, N, K), ["i", "k", "j"]), "i", "j", 4, 8)
+    assert [ln.split()[1] for ln in str(k).splitlines() if ln.strip().startswith("for")] == ["io", "jo", "ii", "k", "ji"]
+    _run_mm(k, M, N, K)

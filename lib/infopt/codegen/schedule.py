@@ -165,9 +165,16 @@ def reorder(k: Kernel, order: Sequence[str]) -> Kernel:
 
 
 def tile(k: Kernel, vi: str, vj: str, ti: int, tj: int) -> Kernel:
-    """Split ``vi`` by ``ti`` and ``vj`` by ``tj`` and order the four loops ``vio, vjo, vii, vji`` (2-D tiling)."""
+    """Split ``vi`` by ``ti`` and ``vj`` by ``tj`` and hoist the tile loops: ``vio, vjo``, then the rest of the nest
+    in its order (``vii, vji, k`` for i-j-k; ``vii, k, vji`` for i-k-j) — 2-D tiling."""
     k = split(split(k, vi, ti), vj, tj)
-    return reorder(k, [f"{vi}o", f"{vj}o", f"{vi}i", f"{vj}i"])
+    four = [f"{vi}o", f"{vj}o", f"{vi}i", f"{vj}i"]
+    paths = {v: loop_path(k.body, v) for v in four}
+    deepest = max(four, key=lambda v: len(paths[v]))
+    top = min(four, key=lambda v: len(paths[v]))
+    span = [lp.var.name for lp in paths[deepest][len(paths[top]) - 1:]]
+    # the two tile loops go to the top; every other loop of the nest (e.g. k) keeps its relative order
+    return reorder(k, four[:2] + [v for v in span if v not in four[:2]])
 
 
 # ----- loop kinds --------------------------------------------------------------------------------
