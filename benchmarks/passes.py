@@ -100,6 +100,7 @@ def measure(repeats: int) -> dict:
 
 
 def main() -> None:
+    """Parse arguments, measure with BLAS limited to one thread, print the table or one JSON object."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=15)
     ap.add_argument("--json", action="store_true", help="print exactly one JSON object")

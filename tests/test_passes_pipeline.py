@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from infopt.ir import Graph, TensorType
-from infopt.passes import (AlgebraicSimplification, DeadCodeElimination, ElementwiseFusion, PassManager, optimize,
+from infopt.passes import (AlgebraicSimplification, DeadCodeElimination, ElementwiseFusion, PassManager,
+                           default_pipeline, optimize,
                            plan_memory)
 from infopt.passes.equivalence import max_output_error, random_feeds
 from infopt.passes.export import export_onnx
@@ -133,3 +134,12 @@ def test_transformer_block_keeps_meaning():
     assert max_output_error(g, res.graph, feeds) <= TOL
     out = ort_run(export_onnx(res.graph, "onnx"), feeds)[0]
     assert max_relative_error(out, ort_run(model, feeds)[0]) <= TOL
+
+
+def test_pipeline_with_the_nchwc_layout(resnet18):
+    model, g = resnet18
+    res = default_pipeline(nchwc=True).run(g, snapshots=True)
+    assert res.records[-1].pass_name == "to_nchwc" and len(res.snapshots) == len(res.records) + 1
+    assert res.graph.op_counts()["NchwcConv"] == 20
+    feeds = random_feeds(g, np.random.default_rng())
+    assert max_relative_error(ort_run(export_onnx(res.graph, "ort"), feeds)[0], ort_run(model, feeds)[0]) <= TOL

@@ -37,6 +37,7 @@ class _Then(PassManager):
         self.first, self.second = first, second
 
     def run(self, graph: Graph, snapshots: bool = False) -> PipelineResult:
+        """Run the first manager, then the second on its result; records and snapshots concatenated."""
         a = self.first.run(graph, snapshots)
         b = self.second.run(a.graph, snapshots)
         return PipelineResult(b.graph, a.records + b.records, a.snapshots + b.snapshots[1:])
