@@ -201,7 +201,10 @@ class MatmulRung:
             f = self.compiled.cfunc
             jobs = [(a.ctypes.data, b.ctypes.data, c.ctypes.data, *[t.ctypes.data for t in tt], lo, hi)
                     for (lo, hi), tt in zip(self._bounds, self._thread_temps)]
-            list(_pool(len(jobs)).map(lambda j: f(*j), jobs))
+            futures = [_pool(len(jobs) - 1).submit(f, *j) for j in jobs[1:]] if len(jobs) > 1 else []
+            f(*jobs[0])                                 # the calling thread takes the first slab itself
+            for fu in futures:
+                fu.result()
         else:
             self.compiled(a, b, c, *self._temps)
         return c
