@@ -108,10 +108,10 @@ def test_student_view(unit: str, tmp_path: Path):
     assert not visit.blocked, f"{unit}: the page tried to reach hosts other than loopback (course content must work offline): {visit.blocked[:10]}"
     for s in visit.sliders:
         assert s["from"] != s["to"], f"{unit}: slider {s['slider']!r} in cell {s['cell']} did not move"
-        assert s["figure_changed"], f"{unit}: moving slider {s['slider']!r} in cell {s['cell']} did not change its figure ({s})"
+        assert s["figure_changed"], f"{unit}: moving slider {s['slider']!r} in cell {s['cell']} did not change the figure or output it drives ({s})"
     src_text = src.read_text()
     if re.search(r"ipywidgets|FigureWidget", src_text):
-        assert visit.sliders, f"{unit}: the notebook uses widgets but no slider was found in the page"
+        assert visit.sliders, f"{unit}: the notebook uses widgets but no slider or dropdown was found in the page"
     if re.search(r"show_netron|netron_view", src_text):
         assert visit.netron_ports, f"{unit}: the notebook shows Netron but no Netron frame was found"
         drawn = " ".join(visit.netron_nodes)

@@ -37,7 +37,8 @@ def test_serves_model_on_loopback_then_stops(capfd):
         page = urllib.request.urlopen(srv.url, timeout=5).read().decode()
         assert "netron" in page.lower() and f"/data/{srv.path.name}" in page
         # offline and quiet: consent answered by a cookie, not a "packaged" build (no telemetry), no update nag
-        assert 'document.cookie = "consent=' in page and '<meta name="version" content="0.0.0">' in page
+        assert '<script src="/infopt-offline.js">' in page
+        assert b'"consent="' in urllib.request.urlopen(f"{srv.url}/infopt-offline.js", timeout=5).read() and '<meta name="version" content="0.0.0">' in page
         assert re.search(r'<meta name="date" content="(\d{4}-\d\d-\d\d)', page).group(1) == datetime.date.today().isoformat()
         js = urllib.request.urlopen(f"{srv.url}/browser.js", timeout=5)
         assert js.headers["Content-Type"] == "text/javascript" and b"class" in js.read()

@@ -434,20 +434,25 @@ print("vector width after -O3 with the width=4 hint:", vectorization(optimize(_m
 # %%
 import ipywidgets as widgets
 
-_stage = widgets.Dropdown(options=list(stage_ir), value="-O3", description="stage")
-_out = widgets.Output()
+
+def stage_viewer(stages: dict[str, str]) -> widgets.VBox:
+    """A dropdown over the stages and an output showing the chosen stage's IR (the widgets live in this closure,
+    so later cells cannot rebind them)."""
+    stage = widgets.Dropdown(options=list(stages), value="-O3", description="stage")
+    out = widgets.Output()
+
+    def show(change=None) -> None:
+        text = stages[stage.value]
+        with out:
+            out.clear_output()
+            print(text[text.index("define"):][:3500])
+
+    stage.observe(show, names="value")
+    show()
+    return widgets.VBox([stage, out])
 
 
-def _show_stage(change=None) -> None:
-    text = stage_ir[_stage.value]
-    with _out:
-        _out.clear_output()
-        print(text[text.index("define"):][:3500])
-
-
-_stage.observe(_show_stage, names="value")
-_show_stage()
-widgets.VBox([_stage, _out])
+stage_viewer(stage_ir)
 
 # %% [markdown]
 # ## 6. The back end: instruction selection, register allocation, scheduling

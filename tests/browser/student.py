@@ -55,27 +55,49 @@ def open_browser(playwright, visit: Visit):
     return ctx
 
 
-def run_all(page, timeout_s: float = 240) -> None:
-    """Run every cell through JupyterLab's own Run menu and wait until the kernel is idle and no cell is queued."""
+def run_all(page, timeout_s: float = 300) -> None:
+    """Run every cell through JupyterLab's own Run menu; wait until every code cell has run or one failed."""
     page.locator(".jp-Notebook").first.wait_for(timeout=60_000)
-    time.sleep(1.0)
-    select = page.locator(".jp-Dialog button", has_text="Select")
-    if select.count():  # the kernel chooser, if JupyterLab still asks
-        select.first.click()
-    # Wait for the kernel to be ready before running (the toolbar shows its status).
     _wait(lambda: page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").count() > 0
-          or page.locator("[data-status='idle']").count() > 0, 90, "kernel to start")
-    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
-    page.locator(".lm-Menu-item[data-command='runmenu:run-all']").click()
-    time.sleep(1.0)
+          or _dismiss_kernel_dialog(page), 120, "the kernel to start")
+    time.sleep(2.0)
+    _dismiss_kernel_dialog(page)
+
+    def prompts() -> list[str]:
+        return [p.strip() for p in page.locator(".jp-CodeCell .jp-InputArea-prompt").all_inner_texts()]
+
+    def started() -> bool:
+        return any(re.search(r"\[(\*|\d+)\]", p) for p in prompts())
+
+    for _attempt in range(3):
+        page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
+        page.locator(".lm-Menu-item[data-command='runmenu:run-all']").click()
+        try:
+            _wait(started, 20, "the first cell to start")
+            break
+        except TimeoutError:
+            _dismiss_kernel_dialog(page)
+    else:
+        raise TimeoutError("Run > Run All Cells did not start any cell (is the kernel connected?)")
 
     def done() -> bool:
-        prompts = page.locator(".jp-InputPrompt").all_inner_texts()
-        busy = any("*" in p for p in prompts)
-        idle = page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").count() > 0
-        return not busy and idle
+        ps = prompts()
+        if any("*" in p for p in ps):
+            return False
+        if all(re.search(r"\[\d+\]", p) for p in ps):
+            return True
+        return bool(cell_errors(page))  # a cell failed: JupyterLab stops the run there
 
     _wait(done, timeout_s, "all cells to finish")
+
+
+def _dismiss_kernel_dialog(page) -> bool:
+    """Accept JupyterLab's kernel chooser, if it is showing; returns whether it was."""
+    select = page.locator(".jp-Dialog button", has_text="Select")
+    if select.count() and select.first.is_visible():
+        select.first.click()
+        return True
+    return False
 
 
 def cell_errors(page) -> list[str]:
@@ -84,12 +106,14 @@ def cell_errors(page) -> list[str]:
 
 
 def figure_signature(scope) -> str:
-    """A digest of what the plotly figures in ``scope`` show: titles, tick labels, and the drawn trace paths."""
+    """A digest of what ``scope`` shows: plotly titles, ticks and drawn traces, and text printed by widgets."""
     parts = scope.locator(".js-plotly-plot .gtitle, .js-plotly-plot .xtick, .js-plotly-plot .ytick").all_text_contents()
     paths = scope.locator(".js-plotly-plot .trace path, .js-plotly-plot .trace rect, .js-plotly-plot .point path")
     d = [paths.nth(i).get_attribute("d") or "" for i in range(min(paths.count(), 400))]
     heat = scope.locator(".js-plotly-plot image")
     d += [heat.nth(i).get_attribute("href") or "" for i in range(min(heat.count(), 20))]
+    # what an interact() prints into its output area counts too
+    d += scope.locator(".widget-output .jp-RenderedText, .widget-output .jp-RenderedHTMLCommon").all_inner_texts()
     return hashlib.sha1(("|".join(parts) + "#" + "|".join(d)).encode()).hexdigest()
 
 
@@ -97,16 +121,27 @@ def titles(scope) -> list[str]:
     return scope.locator(".js-plotly-plot .gtitle").all_text_contents()
 
 
+def _changed(cell, before: str, timeout_s: float = 30) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if figure_signature(cell) != before:
+            return True
+        time.sleep(0.25)
+    return False
+
+
 def move_sliders(page, visit: Visit, shots: Path, stem: str) -> None:
-    """Move each slider in the notebook one step with the keyboard, as a student would, and check its figure changed."""
+    """Move each slider one step with the keyboard and pick another option in each dropdown, as a student would,
+    and check that the figure or output each one drives changed."""
     cells = page.locator(".jp-Notebook .jp-Cell")
     for ci in range(cells.count()):
         cell = cells.nth(ci)
-        sliders = cell.locator(".widget-slider .noUi-handle, .widget-hslider .noUi-handle")
+        sliders = cell.locator(".widget-slider, .widget-hslider")
         for si in range(sliders.count()):
-            handle = sliders.nth(si)
-            label = cell.locator(".widget-slider, .widget-hslider").nth(si).locator(".widget-label").first.inner_text()
-            readout = cell.locator(".widget-slider, .widget-hslider").nth(si).locator(".widget-readout").first
+            slider = sliders.nth(si)
+            handle = slider.locator(".noUi-handle").first
+            label = slider.locator(".widget-label").first.inner_text()
+            readout = slider.locator(".widget-readout").first
             before_val, before_sig, before_titles = readout.inner_text(), figure_signature(cell), titles(cell)
             handle.scroll_into_view_if_needed()
             handle.focus()
@@ -115,13 +150,7 @@ def move_sliders(page, visit: Visit, shots: Path, stem: str) -> None:
                 handle.press("ArrowLeft")
                 handle.press("ArrowLeft")
             after_val = readout.inner_text()
-            changed = False
-            deadline = time.monotonic() + 30
-            while time.monotonic() < deadline:
-                if figure_signature(cell) != before_sig:
-                    changed = True
-                    break
-                time.sleep(0.25)
+            changed = _changed(cell, before_sig)
             time.sleep(0.3)
             shot = shots / f"{stem}-cell{ci}-slider{si}.png"
             cell.screenshot(path=str(shot))
@@ -130,6 +159,23 @@ def move_sliders(page, visit: Visit, shots: Path, stem: str) -> None:
                 "cell": ci, "slider": label.strip(), "from": before_val, "to": after_val, "figure_changed": changed,
                 "titles_before": before_titles, "titles_after": titles(cell),
             })
+        dropdowns = cell.locator(".widget-dropdown select")
+        for di in range(dropdowns.count()):
+            select = dropdowns.nth(di)
+            options = select.locator("option").all_inner_texts()
+            if len(options) < 2:
+                continue
+            before_val, before_sig = select.input_value(), figure_signature(cell)
+            target = next(o for o in options if o != before_val)
+            select.scroll_into_view_if_needed()
+            select.select_option(label=target)
+            changed = _changed(cell, before_sig)
+            shot = shots / f"{stem}-cell{ci}-dropdown{di}.png"
+            cell.screenshot(path=str(shot))
+            visit.screenshots.append(shot)
+            visit.sliders.append({"cell": ci, "slider": f"dropdown {di}", "from": before_val,
+                                  "to": select.input_value(), "figure_changed": changed,
+                                  "titles_before": [], "titles_after": titles(cell)})
 
 
 def netron_nodes(page, visit: Visit, shots: Path, stem: str) -> None:
@@ -147,12 +193,18 @@ def netron_nodes(page, visit: Visit, shots: Path, stem: str) -> None:
             b = frame.locator("#message-button", has_text=button)
             if b.count() and b.first.is_visible():
                 b.first.click()
-        nodes = frame.locator("g.node text, g.node title")
-        try:
-            nodes.first.wait_for(timeout=60_000)
-        except Exception:
-            pass
-        visit.netron_nodes += [t.strip() for t in nodes.all_text_contents() if t and t.strip()]
+        # Netron replaces window.eval, which Playwright's text queries use; its accessibility tree still reads.
+        snapshot = ""
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            try:
+                snapshot = frame.locator("svg").first.aria_snapshot(timeout=5_000)
+            except Exception:
+                snapshot = ""
+            if re.search(r"\b(Conv|Gemm|MatMul|Relu)\b", snapshot):
+                break
+            time.sleep(1.0)
+        visit.netron_nodes += re.findall(r"\b[A-Z][A-Za-z]+\b", snapshot)
         shot = shots / f"{stem}-netron{i}.png"
         frames.nth(i).screenshot(path=str(shot))
         visit.screenshots.append(shot)

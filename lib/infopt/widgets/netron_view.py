@@ -40,6 +40,15 @@ def _netron_dir() -> Path:
     return Path(netron.__file__).resolve().parent
 
 
+# Served as /infopt-offline.js (netron's page allows only scripts of its own origin) and run before netron's
+# module scripts: sets the consent cookie; where the page may not keep cookies (a cross-site frame), answers for them.
+_CONSENT_SCRIPT = (
+    '(function () { var c = "consent=" + Date.now(); document.cookie = c + "; path=/; max-age=2592000; SameSite=Lax";'
+    ' if (document.cookie.indexOf("consent=") < 0) { try { Object.defineProperty(document, "cookie",'
+    ' { configurable: true, get: function () { return c; }, set: function () {} }); } catch (e) {} } })();\n'
+)
+
+
 def _offline_index(model_name: str) -> bytes:
     """Netron's index.html for one model, made to work offline (see the module docstring)."""
     html = (_netron_dir() / "index.html").read_text(encoding="utf-8")
@@ -51,7 +60,7 @@ def _offline_index(model_name: str) -> bytes:
         f'<meta name="name" content="{model_name}">',
         f'<meta name="identifier" content="{model_name}">',
         # consent answered before netron's scripts run, so it neither asks ipinfo.io nor shows a dialog
-        f'<script>document.cookie = "consent={int(datetime.datetime.now().timestamp() * 1000)}; path=/; max-age=2592000";</script>',
+        '<script src="/infopt-offline.js"></script>',
     ])
     html = re.sub(r'<meta name="version" content="[^"]*">', lambda _: meta, html, count=1)
     html = re.sub(r'<meta name="date" content="[^"]*">', f'<meta name="date" content="{today}">', html, count=1)
@@ -68,6 +77,8 @@ class _OfflineNetronHandler(http.server.BaseHTTPRequestHandler):
         body, ctype = None, "application/octet-stream"
         if path in ("/", "/index.html"):
             body, ctype = _offline_index(self.model_path.name), "text/html"
+        elif path == "/infopt-offline.js":
+            body, ctype = _CONSENT_SCRIPT.encode(), "text/javascript"
         elif path == f"/data/{self.model_path.name}":
             body = self.model_path.read_bytes()
         else:
