@@ -161,7 +161,8 @@ def assemble(nb: dict, master: list[MasterCell], release: dict | None = None) ->
         grade_id = nbg.get("grade_id") if isinstance(nbg.get("grade_id"), str) else None
         if grade_id not in by_id and cell.get("id") in id_map:
             grade_id = id_map[cell["id"]]
-            notes.append(f"cell {grade_id}: its grading metadata was missing or wrong; restored from the release")
+            if grade_id in by_id and by_id[grade_id].kind != "readonly":
+                notes.append(f"cell {grade_id}: its grading metadata was missing or wrong; restored from the release")
         source = cell["source"]
         if grade_id in by_id and grade_id not in seen:
             seen.add(grade_id)
@@ -174,7 +175,7 @@ def assemble(nb: dict, master: list[MasterCell], release: dict | None = None) ->
                     source = stubs.get(grade_id, m.visible_source())
                 out.append(GradedCell(m.kind, source, grade_id, m.points, "student"))
             else:
-                if _norm(source) != _norm(stubs.get(grade_id, m.visible_source())):
+                if m.kind == "test" and _norm(source) != _norm(stubs.get(grade_id, m.visible_source())):
                     notes.append(f"cell {grade_id}: the student edited this read-only cell; restored the original")
                 kind = m.kind if m.kind != "readonly" or cell["cell_type"] == "code" else "markdown"
                 out.append(GradedCell(kind, m.source, grade_id, m.points, "instructor", m.hidden_lines()))
@@ -200,7 +201,8 @@ def assemble(nb: dict, master: list[MasterCell], release: dict | None = None) ->
         else:
             kind = m.kind if m.kind == "test" else "markdown"
             cell = GradedCell(kind, m.source, grade_id, m.points, "instructor", m.hidden_lines())
-            notes.append(f"cell {grade_id} was deleted; put back from the source")
+            if kind == "test":
+                notes.append(f"cell {grade_id} was deleted; put back from the source")
         out.insert(at, cell)
         seen.add(grade_id)
     return out, notes

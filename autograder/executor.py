@@ -143,6 +143,11 @@ def _strip_ansi(text: str) -> str:
     return re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", text)
 
 
+def _label(index: int, cell: dict) -> str:
+    """How reports name a cell: its 1-based position in the graded notebook and its grade_id when it has one."""
+    return f"cell {index + 1}" + (f" ({cell['grade_id']})" if cell.get("grade_id") else "")
+
+
 def _death_reason(sandbox: Sandbox, km) -> str:
     """Why the kernel died, as precisely as the sandbox can tell (memory cap, CPU cap, exit code)."""
     if sandbox.out_of_memory():
@@ -192,7 +197,7 @@ def run_notebook(cells: list[dict], limits: Limits, log_path: Path, uid: int | N
                 subprocess.run(["chown", "-R", f"{sandbox.uid}:{sandbox.uid}", str(sandbox.work)], check=True)
             km = _kernel_manager(sandbox)
             kernel_log = open(log_path.with_suffix(".kernel.log"), "wb")  # the kernel's raw fd 1/2 (capped by fsize)
-            km.start_kernel(env=sandbox.env(), stdout=kernel_log, stderr=kernel_log)
+            km.start_kernel(env=sandbox.env(), stdout=kernel_log, stderr=kernel_log, cwd=str(sandbox.work))
             kernel_log.close()
             kc = km.client()
             kc.start_channels()
@@ -217,7 +222,7 @@ def run_notebook(cells: list[dict], limits: Limits, log_path: Path, uid: int | N
                     continue
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
-                    stopped = f"notebook time limit ({limits.wall_s:g} s) reached before cell {index}"
+                    stopped = f"notebook time limit ({limits.wall_s:g} s) reached before {_label(index, cell)}"
                     events.append(stopped)
                     record(CellResult(index, cell["kind"], cell.get("grade_id"), "not_run", evalue=stopped))
                     continue
@@ -239,12 +244,12 @@ def run_notebook(cells: list[dict], limits: Limits, log_path: Path, uid: int | N
                 if out["status"] == "died":
                     reason = _death_reason(sandbox, km)
                     item.evalue = reason
-                    stopped = f"kernel died at cell {index}: {reason}"
+                    stopped = f"kernel died at {_label(index, cell)}: {reason}"
                     events.append(stopped)
                 elif out["status"] == "timeout":
                     wall = deadline - time.monotonic() <= 0
-                    stopped = (f"notebook time limit ({limits.wall_s:g} s) reached in cell {index}" if wall else
-                               f"cell {index} ran past its time limit ({limits.cell_s:g} s)")
+                    stopped = (f"notebook time limit ({limits.wall_s:g} s) reached in {_label(index, cell)}" if wall
+                               else f"{_label(index, cell)} ran past its time limit ({limits.cell_s:g} s)")
                     item.evalue = stopped
                     events.append(stopped + "; the kernel was stopped")
                 record(item)

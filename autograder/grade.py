@@ -229,6 +229,11 @@ def main(argv: Iterable[str] | None = None) -> int:
         counts[record["status"]] = counts.get(record["status"], 0) + 1
     print(f"graded {len(records)} students: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
           + f"; outputs in {Path(args.out).resolve()}")
+    from .sandbox import probe
+
+    weak = {k: v for k, v in probe().items() if v != "yes"}
+    print("isolation: " + ("all mechanisms in use" if not weak else
+                           "WEAKER than designed: " + "; ".join(f"{k}: {v}" for k, v in weak.items())))
     return 0
 
 

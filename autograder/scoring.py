@@ -59,6 +59,8 @@ def score(student: str, cells: list[GradedCell], run: dict, findings: list[str],
         elif passed:
             entry["points"] = cell.points
         else:
+            entry["status"] = {"not_run": "not_run", "timeout": "timed_out", "died": "kernel_died"}.get(
+                result["status"], "fail")
             entry["message"] = failure_message(cell, result)
             if result.get("ename") == "HarnessError":
                 entry["status"] = "harness_error"
