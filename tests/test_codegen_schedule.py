@@ -233,3 +233,26 @@ def test_tile_after_interchange_keeps_k_between():
     k = tile(reorder(_mm_nest(M, N, K), ["i", "k", "j"]), "i", "j", 4, 8)
     assert [ln.split()[1] for ln in str(k).splitlines() if ln.strip().startswith("for")] == ["io", "jo", "ii", "k", "ji"]
     _run_mm(k, M, N, K)
+
+
+def test_random_schedule_sequences_preserve_the_result():
+    """Property: any sequence of splits and legal reorders of the matmul nest computes the same C."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(st.tuples(st.integers(1, 23), st.integers(1, 23), st.integers(1, 23)),
+           st.lists(st.tuples(st.sampled_from("ijk"), st.integers(1, 9)), max_size=3),
+           st.permutations(["i", "j", "k"]))
+    def prop(shape, splits, order):
+        M, N, K = shape
+        k = reorder(_mm_nest(M, N, K), order)
+        done = set()
+        for var, f in splits:
+            if var in done:
+                continue
+            k = split(k, var, f)
+            done.add(var)
+        _run_mm(k, M, N, K)
+
+    prop()

@@ -476,7 +476,14 @@ fused = fused_chain(chain)
 print(fused)
 print(f"bytes moved: unfused {kernel_bytes(chain):,}, fused {kernel_bytes(fused):,}")
 
+# parallel (sibling) fusion: two consumers of x share one pass over it
 _n = 64
+_x, _y1, _y2 = Buffer("x", (_n,)), Buffer("y1", (_n,), role="out"), Buffer("y2", (_n,), role="out")
+_i, _j = Var("i"), Var("j")
+siblings = Kernel("two_consumers", (_x, _y1, _y2), (loop("i", _n, body=Store(_y1, (_i,), _x[_i] * 2.0)),
+                                                    loop("j", _n, body=Store(_y2, (_j,), maximum(_x[_j], 0.0)))))
+print("\nsibling fusion:\n" + str(fuse(siblings, "i", "j")))
+
 _x, _mx, _y = Buffer("x", (_n,)), Buffer("mx", (1,), role="out"), Buffer("y", (_n,), role="out")
 _i, _j = Var("i"), Var("j")
 softmax_part = Kernel("softmax_max_then_shift", (_x, _mx, _y), (
