@@ -153,7 +153,7 @@ def run_jobs(jobs: list[dict], workers: int = 1, dask: str | None = None,
 
 def grade(unit: str, submissions: Path, out: Path, roster: Path | None = None, workers: int | None = None,
           limits: Limits | None = None, source: Path | None = None, release: Path | None = None,
-          dask: str | None = None, quiet: bool = False) -> list[dict]:
+          dask: str | None = None, quiet: bool = False, gradebook: Path | None = None) -> list[dict]:
     """Grade every submission of `unit` under `submissions`; write the outputs into `out`; return the records."""
     from .report import write_outputs
 
@@ -194,7 +194,7 @@ def grade(unit: str, submissions: Path, out: Path, roster: Path | None = None, w
         record["origin"] = origins.get(record["student"], "")
     order = {student: i for i, student in enumerate(found)}
     records = sorted(records + graded, key=lambda r: order.get(r["student"], len(order)))
-    write_outputs(records, loaded, out)
+    write_outputs(records, loaded, out, gradebook)
     return records
 
 
@@ -212,6 +212,7 @@ def main(argv: Iterable[str] | None = None) -> int:
     for field in dataclasses.fields(Limits):
         parser.add_argument("--" + field.name.replace("_", "-"), type=type(field.default), default=field.default,
                             help=f"sandbox limit {field.name} (default {field.default})")
+    parser.add_argument("--gradebook", help="nbgrader gradebook to merge the scores into (default OUT/gradebook.db)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     args = parser.parse_args(list(argv) if argv is not None else None)
     if not args.submissions:
@@ -220,7 +221,8 @@ def main(argv: Iterable[str] | None = None) -> int:
     try:
         records = grade(args.unit, Path(args.submissions), Path(args.out), Path(args.roster) if args.roster else None,
                         args.workers, limits, Path(args.source) if args.source else None,
-                        Path(args.release) if args.release else None, args.dask, args.quiet)
+                        Path(args.release) if args.release else None, args.dask, args.quiet,
+                        Path(args.gradebook) if args.gradebook else None)
     except (FileNotFoundError, ValueError) as err:
         print(f"grade: {err}", file=sys.stderr)
         return 2

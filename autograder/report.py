@@ -135,8 +135,8 @@ def write_gradebook(records: list[dict], unit, path: Path) -> None:
             gb.db.commit()
 
 
-def write_outputs(records: list[dict], unit, out: Path) -> None:
-    """Write every output of one grading run into `out`."""
+def write_outputs(records: list[dict], unit, out: Path, gradebook: Path | None = None) -> None:
+    """Write every output of one grading run into `out` (the scores also into `gradebook`, default out/gradebook.db)."""
     out = Path(out)
     exercises = exercise_names(unit)
     write_csv(records, exercises, out / "grades.csv")
@@ -146,6 +146,6 @@ def write_outputs(records: list[dict], unit, out: Path) -> None:
     write_feedback(records, unit.name, out / "feedback")
     write_summary(records, exercises, unit.name, out / "summary.html")
     try:
-        write_gradebook(records, unit, out / "gradebook.db")
+        write_gradebook(records, unit, Path(gradebook) if gradebook else out / "gradebook.db")
     except Exception as err:  # noqa: BLE001 (the CSV and feedback are the primary outputs)
         (out / "gradebook.error.txt").write_text(f"could not write gradebook.db: {type(err).__name__}: {err}\n")

@@ -143,9 +143,16 @@ def test_cli_on_an_nbgrader_tree_and_the_dask_path(tmp_path):
     assert code == 0
     rows = {r["student"]: r for r in csv.DictReader(open(tmp_path / "o1" / "grades.csv"))}
     assert rows["s1"]["total"] == "5" and rows["s2"]["total"] == "0" and rows["s2"]["status"] == "graded"
+    course_db = tmp_path / "course" / "gradebook.db"
+    course_db.parent.mkdir()
     records = grade("toy_unit", tmp_path / "submitted", tmp_path / "o2", workers=2, limits=LIMITS, source=TOY,
-                    dask="local", quiet=True)
+                    dask="local", quiet=True, gradebook=course_db)
     assert {r["student"]: r["total"] for r in records} == {"s1": 5.0, "s2": 0.0}
+    main(["--unit", "toy_unit", "--submissions", str(tmp_path / "submitted"), "--out", str(tmp_path / "o4"),
+          "--source", str(TOY), "--workers", "2", "--quiet", "--gradebook", str(course_db)])  # merge again
+    with sqlite3.connect(course_db) as con:
+        assert con.execute("select count(*) from submitted_assignment").fetchone()[0] == 2
+        assert con.execute("select sum(auto_score) from grade").fetchone()[0] == 5.0
     assert main(["--unit", "toy_unit", "--submissions", str(tmp_path / "nope"), "--out", str(tmp_path / "o3"),
                  "--source", str(TOY)]) == 2
     with pytest.raises(ValueError, match="inside"):
