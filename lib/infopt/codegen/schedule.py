@@ -189,8 +189,11 @@ def unroll(k: Kernel, var: str) -> Kernel:
     return _done(_replace_loop(k, var, lambda lp: replace(lp, kind="unroll")))
 
 
-def vectorize(k: Kernel, var: str, width: int | None = None) -> Kernel:
-    """Mark the innermost loop ``var`` for LLVM's loop vectorizer (lanes of ``width``), checking dependences."""
+def vectorize(k: Kernel, var: str, width: int | None = None, explicit: bool = False) -> Kernel:
+    """Mark the innermost loop ``var`` for LLVM's loop vectorizer (lanes of ``width``), checking dependences.
+
+    ``explicit=True`` (with a ``width``) has ``compile_tuned`` emit the loop with ``<width x float>`` vector
+    types itself (``infopt.codegen.vector_emit``): elementwise loops only, no reductions."""
     lp = find_loop(k, var)
     if any(isinstance(s, Loop) for s in iter_stmts(lp.body)):
         raise ScheduleError(f"vectorize {var}: only an innermost loop can be vectorized; {var} holds other loops")
@@ -203,6 +206,13 @@ def vectorize(k: Kernel, var: str, width: int | None = None) -> Kernel:
         raise ScheduleError(f"vectorize {var}: the loop is a reduction (iterations accumulate into one value); "
                             "vectorizing it reorders the float sum: set fastmath=True on the kernel")
     ann = dict(lp.annotations)
+    if explicit:
+        if width is None:
+            raise ScheduleError(f"vectorize {var}: explicit vectorization needs a width (lanes), e.g. width=8")
+        if red or carried_scalars(lp.body) or lp.step != 1:
+            raise ScheduleError(f"vectorize {var}: explicit vector code is for elementwise loops with step 1; "
+                                "this one reduces or carries a value (use explicit=False)")
+        ann["explicit"] = True
     if width is not None:
         if width < 1 or width & (width - 1):
             raise ScheduleError(f"vectorize {var}: width must be a power of two, got {width}")

@@ -4,7 +4,8 @@ LLVM on recent x86 cores prefers 256-bit vectors even when AVX-512 is present; a
 micro-kernel written for 512-bit registers then runs at half speed. ``compile_tuned`` marks the
 kernel's function ``"prefer-vector-width"="<bits>"`` so the SLP vectorizer packs the unrolled scalar
 accumulators into ``<bits/32 x float>`` FMAs, and can switch the loop vectorizer off (it would
-otherwise vectorize the reduction loop, not the register tile).
+otherwise vectorize the reduction loop, not the register tile). Loops scheduled with
+``vectorize(..., explicit=True)`` are widened to LLVM vector types by ``vector_emit``.
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import re
 from dataclasses import dataclass
 
 from .compiled import CompiledKernel
-from .emit import emit_llvm, parallel_loop
+from .emit import parallel_loop
 from .kernel_ir import Kernel, KernelError
 from .llvm_jit import host_info, jit
 
@@ -61,9 +62,11 @@ class TunedKernel(CompiledKernel):
     """A ``CompiledKernel`` whose function prefers ``bits``-wide vectors (same calling convention)."""
 
     def __init__(self, kernel: Kernel, bits: int | None = None, loop_vectorize: bool = True, opt: int = 3) -> None:
+        from .vector_emit import emit_vector_llvm
+
         self.kernel = kernel
         self.bits = int(bits or host_vector_bits())
-        self.ir = with_vector_width(emit_llvm(kernel), kernel.name, self.bits)
+        self.ir = with_vector_width(emit_vector_llvm(kernel), kernel.name, self.bits)
         self.jit = jit(self.ir, opt, None, loop_vectorize=loop_vectorize)
         self.par = parallel_loop(kernel)
         argtypes = [ctypes.c_void_p] * len(kernel.buffers)
@@ -74,7 +77,7 @@ class TunedKernel(CompiledKernel):
 
 
 def compile_tuned(kernel: Kernel, bits: int | None = None, loop_vectorize: bool = True) -> TunedKernel:
-    """Compile ``kernel`` preferring ``bits``-wide vectors (default: the host's widest)."""
+    """Compile ``kernel`` preferring ``bits``-wide vectors (default: the host's widest); explicit vector loops widened."""
     if bits is not None and bits not in (128, 256, 512):
         raise KernelError(f"bits must be 128, 256 or 512, got {bits}")
     return TunedKernel(kernel, bits, loop_vectorize)
