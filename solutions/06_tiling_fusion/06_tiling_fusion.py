@@ -164,7 +164,7 @@ print("tile_of: visible tests passed")
 # | `reorder(k, [...])` | permutes a perfect nest | no loop-carried dependence; bounds stay inside the loop they use; reduction loops keep their order (unless `fastmath`) |
 # | `tile(k, "i", "j", ti, tj)` | split both + reorder `io jo ii ji` | as reorder |
 # | `fuse(k, "a", "b")` | two sibling loops → one | the second loop needs only the same iteration of the first |
-# | `unroll`, `vectorize`, `parallel` | loop kinds for the backend | constant bounds; no cross-lane / cross-thread dependence |
+# | `unroll`, `vectorize`, `parallel` | loop kinds for the backend (`vectorize(..., explicit=True)`: the emitter writes `<w x float>` code itself) | constant bounds; no cross-lane / cross-thread dependence |
 # | `pack(k, "B", at)` | copies the tile of B read under loop `at` into a contiguous temp | B is not written there |
 # | `compute_at(k, consumer, at)` | moves an elementwise consumer inside the producer's loop `at` | the producer's reduction is finished there |
 # | `contract(k, "t")` | a fused intermediate becomes a register | the temp is used in one loop at one index |
@@ -203,6 +203,24 @@ for label, attempt in [("interchange a recurrence", lambda: reorder(prefix, ["j"
         attempt()
     except ScheduleError as e:
         print(f"{label}: ScheduleError: {e}\n")
+
+# %% [markdown]
+# `vectorize` either asks LLVM's loop vectorizer (metadata on the loop) or, with `explicit=True`, widens the loop
+# itself: contiguous accesses become `<8 x float>` loads and stores, loop-invariant operands become broadcasts,
+# and a scalar loop handles the remainder. Here is `y = max(x * 2 + b, 0)` on 8 lanes:
+
+# %%
+from infopt.codegen.schedule import vectorize
+from infopt.codegen.tuned import compile_tuned
+from infopt.codegen.vector_emit import emit_vector_llvm
+
+_x, _bb, _y = Buffer("x", (100,)), Buffer("b", (100,)), Buffer("y", (100,), role="out")
+_i = Var("i")
+_ew = Kernel("scale_bias_relu", (_x, _bb, _y), (loop("i", 100, body=Store(_y, (_i,), maximum(_x[_i] * 2.0 + _bb[_i], 0.0))),))
+_ewv = vectorize(_ew, "i", width=8, explicit=True)
+print("\n".join(ln for ln in emit_vector_llvm(_ewv).splitlines() if "<8 x float>" in ln and "=" in ln)[:900])
+_xa, _ba = rng.standard_normal(100, dtype=np.float32), rng.standard_normal(100, dtype=np.float32)
+print("max error:", float(np.abs(compile_tuned(_ewv).run(_xa, _ba)[0] - np.maximum(_xa * 2 + _ba, 0)).max()))
 
 # %% [markdown]
 # ### Exercise 2 — a tiled loop nest, correct on odd sizes (3 points)
