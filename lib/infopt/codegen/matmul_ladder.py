@@ -6,12 +6,14 @@ Every rung is a kernel-IR ``Kernel`` built through ``infopt.codegen`` and correc
 - ``naive``: i-j-k, the textbook order (B walked down a column: one cache line per multiply-add).
 - ``interchanged``: i-k-j (``reorder``), the inner loop streams rows of B and C and vectorizes.
 - ``tiled``: two levels of ``split`` + ``reorder``: outer tiles sized for L2, inner tiles for L1.
-- ``packed``: A and B copied into zero-padded panels (``mr`` rows of A / ``nr`` columns of B,
-  k-major, contiguous), then a BLIS loop nest jc > pc > ic > jr > ir around a register-blocked
-  micro-kernel: ``mr x nr`` accumulators held in registers across the k loop, ``nr/lanes`` vector
-  loads of B and ``mr`` broadcasts of A per k, one FMA per accumulator vector. The accumulators are
-  unrolled scalars; LLVM's SLP vectorizer turns each row of ``nr`` into ``<lanes x float>`` FMAs
-  (``compile_tuned`` asks for the host's widest vectors).
+- ``packed``: the BLIS loop nest jc > pc > ic > jr > ir > k. Inside pc, a ``kc x nc`` block of B is
+  copied into zero-padded ``nr``-column panels (k-major, contiguous; it stays in L2); inside ic, an
+  ``mc x kc`` block of A into ``mr``-row panels (L1/L2). A register-blocked micro-kernel keeps
+  ``mr x nr`` accumulators in registers across the k loop: per k, ``mr`` broadcasts of A and
+  ``nr/lanes`` vector loads of B feed one FMA per accumulator vector; the first k block overwrites C,
+  later ones add to it. The accumulators are unrolled scalars; LLVM's SLP vectorizer turns each row
+  of ``nr`` into ``<lanes x float>`` FMAs (``compile_tuned`` asks for the host's widest vectors:
+  8x32 in zmm registers with AVX-512, 6x16 in ymm with AVX2).
 - ``packed_mt``: the same with the M dimension cut into slabs, one per thread: the kernel's only
   top-level loop is ``parallel`` and ``CompiledKernel`` runs each slab on a Python thread (ctypes
   releases the GIL); every thread packs into its own temp panels.

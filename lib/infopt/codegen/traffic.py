@@ -11,7 +11,7 @@ line), square N x N x N, and ignore conflict misses:
 - interchanged i-k-j: rows of B stream; B is re-read for every i unless all of B fits.
 - tiled (tile T per dimension, 3 T^2 floats fitting in the cache): every tile of A and B is read
   N/T times: ``2 N^3 / T`` elements, plus C once.
-- packed (BLIS blocking mc x kc x nc): B is read once per ic-pass block row... see ``packed_traffic``.
+- packed (BLIS blocking mc x kc x nc): see ``packed_traffic``.
 """
 from __future__ import annotations
 
