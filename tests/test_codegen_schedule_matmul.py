@@ -48,3 +48,13 @@ def test_unknown_rung_and_bad_sizes():
         matmul_rung("blocked", 4, 4, 4)
     with pytest.raises(ValueError, match="positive"):
         matmul_rung("naive", 0, 4, 4)
+
+
+@pytest.mark.parametrize("rs", [RegisterShape(6, 16, 256), RegisterShape(8, 32, 512), RegisterShape(4, 8, 128)])
+def test_packed_every_register_shape_is_correct(rs):
+    M, N, K = _sizes()
+    ck = compile_tuned(packed(M, N, K, shape=rs), bits=rs.bits, loop_vectorize=False)
+    a = rng.standard_normal((M, K), dtype=np.float32)
+    b = rng.standard_normal((K, N), dtype=np.float32)
+    (c,) = ck.run(a, b)
+    np.testing.assert_allclose(c, a @ b, rtol=2e-4, atol=2e-4 * np.sqrt(K))
