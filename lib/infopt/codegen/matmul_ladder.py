@@ -15,8 +15,11 @@ Every rung is a kernel-IR ``Kernel`` built through ``infopt.codegen`` and correc
   of ``nr`` into ``<lanes x float>`` FMAs (``compile_tuned`` asks for the host's widest vectors:
   8x32 in zmm registers with AVX-512, 6x16 in ymm with AVX2).
 - ``packed_mt``: the same with the M dimension cut into slabs, one per thread: the kernel's only
-  top-level loop is ``parallel`` and ``CompiledKernel`` runs each slab on a Python thread (ctypes
-  releases the GIL); every thread packs into its own temp panels.
+  top-level loop is ``parallel`` (the compiled function takes a slab range), and ``MatmulRung``
+  calls it once per slab: the calling thread takes the first slab, a persistent thread pool the
+  others (ctypes releases the GIL during each call); every thread packs into its own temp panels.
+  Thread hand-off costs tens of microseconds on an idle machine and milliseconds when another job
+  holds a core, so two threads pay off only for large problems (N >= 512 here).
 """
 from __future__ import annotations
 
