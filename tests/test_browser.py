@@ -87,12 +87,17 @@ def test_student_view(unit: str, tmp_path: Path):
             page = ctx.new_page()
             page.on("console", lambda m: visit.console_errors.append(m.text) if m.type == "error" else None)
             page.goto(lab.url_for(f"{unit}/{unit}.ipynb"))
-            student.run_all(page)
+            try:
+                student.run_all(page)
+            finally:
+                page.screenshot(path=str(shots / f"{unit}-after-run-all.png"), full_page=False)
             lab.track()
+            unrun = student.unrun_cells(page)
             visit.cell_errors = student.cell_errors(page)
-            page.screenshot(path=str(shots / f"{unit}-after-run-all.png"), full_page=False)
             student.move_sliders(page, visit, shots, unit)
             student.netron_nodes(page, visit, shots, unit)
+            # tracebacks anywhere on the page now, widget outputs included (interact() shows its errors there)
+            visit.cell_errors = student.cell_errors(page)
             lab.track()
             browser_pids |= {c.pid for c in me.children(recursive=True) if "chrom" in c.name().lower()}
             page.close()
@@ -104,7 +109,8 @@ def test_student_view(unit: str, tmp_path: Path):
     finally:
         lab.kill_leftovers()
 
-    assert not visit.cell_errors, f"{unit}: cells raised errors when run in JupyterLab:\n" + "\n".join(visit.cell_errors)[:3000]
+    assert not unrun, f"{unit}: Run All stopped before code cells {unrun[:5]} ran (a cell or widget failed before them)"
+    assert not visit.cell_errors, f"{unit}: cells or widgets raised errors in JupyterLab:\n" + "\n".join(visit.cell_errors)[:3000]
     assert not visit.blocked, f"{unit}: the page tried to reach hosts other than loopback (course content must work offline): {visit.blocked[:10]}"
     for s in visit.sliders:
         assert s["from"] != s["to"], f"{unit}: slider {s['slider']!r} in cell {s['cell']} did not move"

@@ -671,7 +671,7 @@ def layer_report(array: int = 8, dataflow: str = "ws") -> None:
     cfg = AccelConfig(array, array, dataflow, "float32")
     if cfg not in cnn_offloaded:
         cnn_offloaded[cfg] = PartitionForAccel(cfg).run(graphs["cnn"]).graph
-    _, rep = run_offloaded(cnn_offloaded[cfg], {"input": x_batch[:8]})
+    _, rep = run_offloaded(cnn_offloaded[cfg], {"input": x_batch})
     print(rep.format())
 
 

@@ -80,13 +80,19 @@ def run_all(page, timeout_s: float = 300) -> None:
     else:
         raise TimeoutError("Run > Run All Cells did not start any cell (is the kernel connected?)")
 
+    quiet_since = [None]
+
     def done() -> bool:
         ps = prompts()
-        if any("*" in p for p in ps):
-            return False
         if all(re.search(r"\[\d+\]", p) for p in ps):
             return True
-        return bool(cell_errors(page))  # a cell failed: JupyterLab stops the run there
+        idle = page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").count() > 0
+        if any("*" in p for p in ps) or not idle:
+            quiet_since[0] = None
+            return False
+        # nothing queued and the kernel idle, yet cells left unrun: JupyterLab stopped the run (a cell failed)
+        quiet_since[0] = quiet_since[0] or time.monotonic()
+        return time.monotonic() - quiet_since[0] > 10
 
     _wait(done, timeout_s, "all cells to finish")
 
@@ -98,6 +104,12 @@ def _dismiss_kernel_dialog(page) -> bool:
         select.first.click()
         return True
     return False
+
+
+def unrun_cells(page) -> list[int]:
+    """Indexes of code cells that never ran (Run All stops at a failing cell)."""
+    ps = [p.strip() for p in page.locator(".jp-CodeCell .jp-InputArea-prompt").all_inner_texts()]
+    return [i for i, p in enumerate(ps) if not re.search(r"\[\d+\]", p)]
 
 
 def cell_errors(page) -> list[str]:
