@@ -61,6 +61,8 @@ def run_plain(uploads: Path, unit) -> float:
     import nbformat
     from nbclient import NotebookClient
 
+    import autograder.nbgrader_config  # noqa: F401  (installs the jupyter/nbclient#312 guard nbgrader runs with too)
+
     start = time.perf_counter()
     for path in sorted(uploads.glob("*.ipynb")):
         nb = nbformat.read(path, as_version=4)
