@@ -206,11 +206,12 @@ def netron_nodes(page, visit: Visit, shots: Path, stem: str) -> None:
             if b.count() and b.first.is_visible():
                 b.first.click()
         # Netron replaces window.eval, which Playwright's text queries use; its accessibility tree still reads.
+        # Its graph is the svg#canvas (the page has other, hidden svgs: icons and the logo).
         snapshot = ""
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline:
             try:
-                snapshot = frame.locator("svg").first.aria_snapshot(timeout=5_000)
+                snapshot = frame.locator("svg#canvas").first.aria_snapshot(timeout=5_000)
             except Exception:
                 snapshot = ""
             if re.search(r"\b(Conv|Gemm|MatMul|Relu)\b", snapshot):
