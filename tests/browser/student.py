@@ -64,7 +64,7 @@ def run_all(page, timeout_s: float = 300) -> None:
     _dismiss_kernel_dialog(page)
 
     def prompts() -> list[str]:
-        return [p.strip() for p in page.locator(".jp-CodeCell .jp-InputArea-prompt").all_inner_texts()]
+        return [p.strip() for p in page.locator(".jp-CodeCell .jp-InputArea-prompt").all_text_contents()]
 
     def started() -> bool:
         return any(re.search(r"\[(\*|\d+)\]", p) for p in prompts())
@@ -108,7 +108,7 @@ def _dismiss_kernel_dialog(page) -> bool:
 
 def unrun_cells(page) -> list[int]:
     """Indexes of code cells that never ran (Run All stops at a failing cell)."""
-    ps = [p.strip() for p in page.locator(".jp-CodeCell .jp-InputArea-prompt").all_inner_texts()]
+    ps = [p.strip() for p in page.locator(".jp-CodeCell .jp-InputArea-prompt").all_text_contents()]
     return [i for i, p in enumerate(ps) if not re.search(r"\[\d+\]", p)]
 
 
