@@ -16,6 +16,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import psutil
@@ -120,6 +121,8 @@ def test_student_view(unit: str, tmp_path: Path):
         assert visit.sliders, f"{unit}: the notebook uses widgets but no slider or dropdown was found in the page"
     if re.search(r"show_netron|netron_view", src_text):
         assert visit.netron_ports, f"{unit}: the notebook shows Netron but no Netron frame was found"
+        if visit.netron_reloads:
+            warnings.warn(f"{unit}: Netron's frame was blank until reloaded ({visit.netron_reloads}x)")
         drawn = " ".join(visit.netron_nodes)
         assert re.search(r"\bConv\b|\bGemm\b|\bMatMul\b|\bRelu\b", drawn), (
             f"{unit}: Netron's frame shows no graph nodes (got {visit.netron_nodes[:10]})")

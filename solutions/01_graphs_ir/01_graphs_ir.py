@@ -736,7 +736,7 @@ print(f"... {len(identity_nodes)} Identity nodes in total, out of {len(rg.nodes)
 # the end of the notebook), and in infopt's plotly view (nodes coloured by op kind; hover for types and shapes):
 
 # %%
-from infopt.widgets.netron_view import show_netron, stop_all
+from infopt.widgets.netron_view import show_netron
 
 show_netron(resnet_onnx, height=500)
 
@@ -1081,8 +1081,9 @@ except NotImplementedError:
 # * Exporters leave redundant nodes behind; removing them is the first graph pass. Unit 02 continues
 #   with constant folding, BatchNorm folding, fusion and memory planning.
 #
-# Finally, stop the Netron server:
+# The Netron server above lives in a thread of this kernel: it stops when the kernel stops (or call
+# `stop_all()` yourself once you are done looking). It is not stopped here, so that after *Run All* the view
+# above can still load while you scroll back up to it.
 
 # %%
-print("netron servers stopped:", stop_all())
 print(f"notebook ran in {time.perf_counter() - _T0:.1f} s")

@@ -30,6 +30,7 @@ class Visit:
     sliders: list[dict] = field(default_factory=list)
     netron_nodes: list[str] = field(default_factory=list)
     netron_ports: list[int] = field(default_factory=list)
+    netron_reloads: int = 0
     screenshots: list[Path] = field(default_factory=list)
     cell_errors: list[str] = field(default_factory=list)
     console_errors: list[str] = field(default_factory=list)
@@ -207,16 +208,25 @@ def netron_nodes(page, visit: Visit, shots: Path, stem: str) -> None:
                 b.first.click()
         # Netron replaces window.eval, which Playwright's text queries use; its accessibility tree still reads.
         # Its graph is the svg#canvas (the page has other, hidden svgs: icons and the logo).
+        # A frame that loaded while scrolled out of view can stay blank (seen 2 times in about 10 runs under
+        # load); a student would reload it, and so does this, once, recording that it had to.
         snapshot = ""
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline:
-            try:
-                snapshot = frame.locator("svg#canvas").first.aria_snapshot(timeout=5_000)
-            except Exception:
-                snapshot = ""
-            if re.search(r"\b(Conv|Gemm|MatMul|Relu)\b", snapshot):
-                break
-            time.sleep(1.0)
+        for attempt in range(2):
+            deadline = time.monotonic() + 45
+            while time.monotonic() < deadline:
+                try:
+                    snapshot = frame.locator("svg#canvas").first.aria_snapshot(timeout=5_000)
+                except Exception:
+                    snapshot = ""
+                if re.search(r"\b(Conv|Gemm|MatMul|Relu)\b", snapshot):
+                    break
+                time.sleep(1.0)
+            else:
+                if attempt == 0:
+                    visit.netron_reloads += 1
+                    frames.nth(i).evaluate("f => { f.src = f.src; }")
+                    continue
+            break
         visit.netron_nodes += re.findall(r"\b[A-Z][A-Za-z]+\b", snapshot)
         shot = shots / f"{stem}-netron{i}.png"
         frames.nth(i).screenshot(path=str(shot))
