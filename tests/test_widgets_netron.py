@@ -71,6 +71,17 @@ def test_show_netron_and_stop_all():
     assert not port_open(address)
 
 
+def test_stop_all_reaches_a_server_nobody_holds():
+    """A started server whose last reference was dropped still serves; stop_all must still find and stop it."""
+    import gc
+
+    address = NetronServer(tiny_model()).start().address
+    gc.collect()
+    assert port_open(address)
+    assert stop_all() == 1
+    assert not port_open(address) and stop_all() == 0
+
+
 def test_bad_inputs():
     with pytest.raises(FileNotFoundError, match="nope.onnx"):
         NetronServer("/nonexistent/nope.onnx")

@@ -19,12 +19,12 @@ import shutil
 import socket
 import tempfile
 import threading
-import weakref
 from pathlib import Path
 from typing import Any
 
 HOST = "127.0.0.1"
-_LIVE: "weakref.WeakSet[NetronServer]" = weakref.WeakSet()
+_RUNNING: "set[NetronServer]" = set()  # every server started here and not yet stopped (strong refs: a running
+# server whose last user reference was dropped must still be stoppable by stop_all)
 _LOCK = threading.Lock()
 
 
@@ -167,7 +167,7 @@ class NetronServer:
             self._thread = threading.Thread(target=self._httpd.serve_forever, name=f"netron-{self.address[1]}",
                                             daemon=True)
             self._thread.start()
-        _LIVE.add(self)
+            _RUNNING.add(self)
         return self
 
     def stop(self) -> None:
@@ -179,7 +179,8 @@ class NetronServer:
             if self._thread is not None:
                 self._thread.join(timeout=5.0)
         self.address = None if httpd is not None else self.address
-        _LIVE.discard(self)
+        with _LOCK:
+            _RUNNING.discard(self)
         if self._tmpdir:
             shutil.rmtree(self._tmpdir, ignore_errors=True)
             self._tmpdir = None
@@ -208,22 +209,18 @@ def show_netron(model_or_path: Any, height: int = 600) -> Any:
     Call ``stop_all()`` (or ``show_netron.server.stop()``) when done; any left running stop at exit.
     """
     srv = NetronServer(model_or_path).start()
-    _KEEP.append(srv)
     show_netron.server = srv  # type: ignore[attr-defined]
     return srv.iframe(height)
 
 
-_KEEP: list[NetronServer] = []  # servers made by show_netron (the WeakSet alone would let them be collected)
-
 
 def stop_all() -> int:
     """Stop every netron server this process started through this module; returns how many were running."""
-    servers = list(_LIVE) + [s for s in _KEEP if s not in _LIVE]
-    count = sum(1 for s in servers if s.address is not None and s.running)
+    with _LOCK:
+        servers = list(_RUNNING)
     for s in servers:
         s.stop()
-    _KEEP.clear()
-    return count
+    return len(servers)
 
 
 atexit.register(stop_all)
