@@ -8,7 +8,9 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from infopt.ir import Graph, GraphError, Node, TensorType, UnsupportedOpError
-from infopt.ir.onnx_io import ONNX_EXPORTERS, OnnxImportError, from_onnx, register_onnx_exporter, to_onnx
+from infopt.ir.onnx_io import (
+    ONNX_EXPORTERS, OnnxImportError, from_onnx, register_onnx_exporter, sync_opset_imports, to_onnx,
+)
 from infopt.ir.verify import graph_diff
 from infopt.models import resnet18_onnx, transformer_block_onnx
 
@@ -303,3 +305,14 @@ def test_digits_models_import_and_match_onnxruntime(rng, folding):
         g = from_onnx(m)
         x = rng.standard_normal((4, 1, 8, 8)).astype(np.float32)
         assert rel_err(run_graph(g, {"input": x})["output"], ort_run(m, {"input": x})[0]) < 1e-5
+
+
+def test_sync_opset_imports_follows_node_domains():
+    """Imports name exactly the domains the nodes use: stale ones go, missing ones come at version 1."""
+    nodes = [helper.make_node("Relu", ["x"], ["y"]), helper.make_node("FusedConv", ["y", "w"], ["z"], domain="com.microsoft")]
+    g = helper.make_graph(nodes, "g", [], [])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13), helper.make_opsetid("infopt", 1)])
+    sync_opset_imports(m)
+    assert [(o.domain, o.version) for o in m.opset_import] == [("", 13), ("com.microsoft", 1)]
+    m.graph.node[1].domain = ""
+    assert [(o.domain, o.version) for o in sync_opset_imports(m).opset_import] == [("", 13)]

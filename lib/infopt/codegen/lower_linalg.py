@@ -97,12 +97,12 @@ def conv_kernel(name: str, x: TensorType, w: TensorType, y: TensorType, bias: Te
 
 def lower_conv(graph: Graph, node: Node) -> Kernel:
     """ONNX Conv (any spatial rank >= 1, strides, pads, dilations, auto_pad, group)."""
-    from ..ir.ops.nn import _window_params
+    from ..ir.ops import window_params
 
     x, w = graph.type_of(node.inputs[0]), graph.type_of(node.inputs[1])
     bias = graph.type_of(node.inputs[2]) if len(node.inputs) > 2 and node.inputs[2] else None
     if x.rank < 3:
         raise UnsupportedLoweringError(f"node {node.label}: Conv needs (N, C, spatial...) input, got {x}")
-    p = _window_params("Conv", x, w.shape[2:], node.attrs)
+    p = window_params("Conv", x, w.shape[2:], node.attrs)
     return conv_kernel(node.label, x, w, graph.type_of(node.outputs[0]), bias, p["strides"], p["dilations"],
                        p["begin"], int(node.attrs.get("group", 1)))

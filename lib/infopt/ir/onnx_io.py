@@ -340,6 +340,21 @@ def _export_node(node: Node, graph: Graph) -> list:
     return [proto]
 
 
+def sync_opset_imports(model: Any) -> Any:
+    """Make ``model.opset_import`` name exactly the domains its nodes use (plus the default domain).
+
+    The default domain keeps its version (OPSET if absent); any other domain is imported at version 1 unless the
+    model already imports it. Call it after rewriting node domains (e.g. for onnxruntime's contrib ops)."""
+    from onnx import helper
+
+    have = {o.domain: o.version for o in model.opset_import}
+    used = sorted({n.domain for n in model.graph.node} - {"", "ai.onnx"})
+    del model.opset_import[:]
+    model.opset_import.append(helper.make_opsetid("", have.get("", have.get("ai.onnx", OPSET))))
+    model.opset_import.extend(helper.make_opsetid(d, have.get(d, 1)) for d in used)
+    return model
+
+
 def to_onnx(graph: Graph, opset: int = OPSET, check: bool = True):
     """Export a Graph as an ONNX ModelProto (checked with ``onnx.checker.check_model(full_check=True)``).
 
@@ -366,10 +381,8 @@ def to_onnx(graph: Graph, opset: int = OPSET, check: bool = True):
         initializer=[numpy_helper.from_array(np.asarray(a), k) for k, a in graph.initializers.items() if k not in big],
         value_info=value_info,
     )
-    imports = [helper.make_opsetid("", OPSET)]
-    if any(p.domain == INFOPT_DOMAIN for p in nodes):
-        imports.append(helper.make_opsetid(INFOPT_DOMAIN, 1))
-    model = helper.make_model(g, opset_imports=imports, producer_name="infopt")
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="infopt")
+    sync_opset_imports(model)
     layouts = {k: t.layout for k, t in graph.types.items() if t.layout and k not in graph.initializers}
     helper.set_model_props(model, {_LAYOUT_KEY: json.dumps(layouts, sort_keys=True)})
     if opset != OPSET:

@@ -67,9 +67,8 @@ def export_onnx(graph: Graph, target: str = "ort", check: bool = True) -> Any:
     NCHWc nodes as its ``com.microsoft.nchwc`` ops; ``target="onnx"`` writes only standard ONNX ops. FusedElementwise nodes are expanded in both.
     """
     import onnx
-    from onnx import helper
 
-    from ..ir.onnx_io import to_onnx
+    from ..ir.onnx_io import sync_opset_imports, to_onnx
 
     if target not in TARGETS:
         raise ValueError(f"target must be one of {TARGETS}, got {target!r}")
@@ -79,20 +78,13 @@ def export_onnx(graph: Graph, target: str = "ort", check: bool = True) -> Any:
         from .nchwc import to_ort_nchwc
 
         to_ort_nchwc(model)
-    uses_ort = False
     for n in model.graph.node:
         if n.op_type == "FusedConv":
             n.domain = ORT_DOMAIN
-            uses_ort = True
-    imports = [o for o in model.opset_import if o.domain not in ("infopt",)]
-    uses_nchwc = any(o.domain == "com.microsoft.nchwc" for o in imports)
-    if any(n.domain == "infopt" for n in model.graph.node):
-        bad = sorted({n.op_type for n in model.graph.node if n.domain == "infopt"})
+    bad = sorted({n.op_type for n in model.graph.node if n.domain == "infopt"})
+    if bad:
         raise ValueError(f"ops {bad} have no ONNX form; expand or remove them before exporting")
-    del model.opset_import[:]
-    model.opset_import.extend(imports)
-    if uses_ort:
-        model.opset_import.append(helper.make_opsetid(ORT_DOMAIN, 1))
-    if check:
-        onnx.checker.check_model(model, full_check=not (uses_ort or uses_nchwc))
+    sync_opset_imports(model)
+    if check:  # the full check runs shape inference, which knows no contrib-domain ops
+        onnx.checker.check_model(model, full_check=all(o.domain in ("", "ai.onnx") for o in model.opset_import))
     return model

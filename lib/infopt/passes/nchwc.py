@@ -238,7 +238,7 @@ class ToNCHWc(Pass):
 
 def to_ort_nchwc(model: Any) -> Any:
     """Rename our NCHWc ops in an exported ModelProto to onnxruntime's com.microsoft.nchwc ops (in place)."""
-    from onnx import helper
+    from ..ir.onnx_io import sync_opset_imports
 
     used = False
     for n in model.graph.node:
@@ -249,6 +249,4 @@ def to_ort_nchwc(model: Any) -> Any:
             del n.attribute[:]
             n.attribute.extend(keep)
             used = True
-    if used and not any(o.domain == NCHWC_DOMAIN for o in model.opset_import):
-        model.opset_import.append(helper.make_opsetid(NCHWC_DOMAIN, 1))
-    return model
+    return sync_opset_imports(model) if used else model

@@ -13,7 +13,7 @@ from ._util import FLOATS, ints, same_dtype
 from .registry import OpDef, register_op
 
 
-def _window_params(op: str, x: TensorType, kernel: Sequence[int], attrs: dict[str, Any]) -> dict[str, list[int]]:
+def window_params(op: str, x: TensorType, kernel: Sequence[int], attrs: dict[str, Any]) -> dict[str, list[int]]:
     """Strides, dilations, begin/end pads and output sizes of a sliding-window op, checked against ``x``."""
     nd = len(kernel)
     spatial = list(x.shape[2:])
@@ -103,7 +103,7 @@ def _conv_infer(types: Sequence[TensorType | None], attrs: dict[str, Any]) -> li
         raise GraphError(f"Conv: kernel_shape {kernel} disagrees with the weight's spatial dims {w.shape[2:]}")
     if b is not None and b.shape != (w.shape[0],):
         raise GraphError(f"Conv: bias shape {b.shape} must be ({w.shape[0]},), one per output channel")
-    p = _window_params("Conv", x, kernel, attrs)
+    p = window_params("Conv", x, kernel, attrs)
     return [TensorType((x.shape[0], w.shape[0], *p["out"]), x.dtype, x.layout)]
 
 
@@ -112,7 +112,7 @@ def conv(x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None, **attrs: Any
     _conv_infer([TensorType.of(x), TensorType.of(w), None if b is None else TensorType.of(b)], attrs)  # checks
     g = int(attrs.get("group", 1))
     kernel = w.shape[2:]
-    p = _window_params("Conv", TensorType.of(x), kernel, attrs)
+    p = window_params("Conv", TensorType.of(x), kernel, attrs)
     (n, c), m, out = x.shape[:2], w.shape[0], p["out"]
     cols = np.empty((n, c, *kernel, *out), dtype=x.dtype)  # im2col: one strided copy per kernel tap
     for off, tap in _taps(_pad(x, p, 0.0), p, kernel):
@@ -139,7 +139,7 @@ def _pool_infer(op: str):
             raise GraphError(f"{op}: input must be (N, C, spatial...), got {x}")
         if op == "MaxPool" and int(attrs.get("storage_order", 0)) != 0:
             raise GraphError("MaxPool: storage_order=1 (column major indices) is not supported")
-        p = _window_params(op, x, ints(attrs["kernel_shape"]), attrs)
+        p = window_params(op, x, ints(attrs["kernel_shape"]), attrs)
         return [TensorType((*x.shape[:2], *p["out"]), x.dtype, x.layout)]
     return infer
 
@@ -147,7 +147,7 @@ def _pool_infer(op: str):
 def _maxpool(xs: Sequence[np.ndarray], attrs: dict[str, Any]) -> list[np.ndarray]:
     x = xs[0]
     kernel = ints(attrs["kernel_shape"])
-    p = _window_params("MaxPool", TensorType.of(x), kernel, attrs)
+    p = window_params("MaxPool", TensorType.of(x), kernel, attrs)
     fill = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
     out = None
     for _, tap in _taps(_pad(x, p, fill), p, kernel):
@@ -158,7 +158,7 @@ def _maxpool(xs: Sequence[np.ndarray], attrs: dict[str, Any]) -> list[np.ndarray
 def _avgpool(xs: Sequence[np.ndarray], attrs: dict[str, Any]) -> list[np.ndarray]:
     x = xs[0]
     kernel = ints(attrs["kernel_shape"])
-    p = _window_params("AveragePool", TensorType.of(x), kernel, attrs)
+    p = window_params("AveragePool", TensorType.of(x), kernel, attrs)
     total = np.zeros((*x.shape[:2], *p["out"]))
     for _, tap in _taps(_pad(x, p, 0.0), p, kernel):
         total += tap
