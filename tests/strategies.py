@@ -1,65 +1,12 @@
-"""Shared generators of test inputs: seeded random graphs (and hypothesis strategies around them).
-
-``random_graph(seed, n_nodes)`` builds a well-formed, typed Graph of elementwise and matmul ops with
-constants; every value it makes is read by a later node or returned, so no node is dead code.
-"""
+"""Hypothesis strategies over the library's seeded random graphs (``infopt.ir.testing``)."""
 from __future__ import annotations
 
-import numpy as np
 from hypothesis import strategies as st
 
-from infopt.ir import Graph, TensorType
+from infopt.ir import Graph
+from infopt.ir.testing import random_feeds, random_graph
 
-UNARY_OPS = ("Relu", "Neg", "Tanh", "Sigmoid", "Identity", "Gelu")
-BINARY_OPS = ("Add", "Sub", "Mul", "Max", "Min")
-
-
-def random_graph(seed: int, n_nodes: int = 8, rows: int = 3, cols: int = 4) -> Graph:
-    """A random DAG of ``n_nodes`` nodes (unary, broadcasting binary, Div by a safe constant, MatMul by a
-    constant) over one or two f32 inputs of shape (rows, cols); values stay bounded and finite."""
-    rng = np.random.default_rng(seed)
-    g = Graph(f"random_{seed}")
-    pool = [g.add_input("x", TensorType((rows, cols)))]
-    if rng.random() < 0.5:
-        pool.append(g.add_input("y", TensorType((rows, cols))))
-    read: set[str] = set()
-
-    def const(shape: tuple[int, ...], lo: float = -1.0, hi: float = 1.0) -> str:
-        return g.add_initializer(g.fresh_name("c"), rng.uniform(lo, hi, shape).astype(np.float32))
-
-    for k in range(n_nodes):
-        a = pool[int(rng.integers(len(pool)))] if rng.random() < 0.5 else pool[-1]
-        shape = g.types[a].shape
-        kind = rng.random()
-        if kind < 0.3:
-            ins, op = [a], str(rng.choice(UNARY_OPS))
-        elif kind < 0.7:
-            op = str(rng.choice(BINARY_OPS))
-            same = [v for v in pool if g.types[v].shape == shape and v != a]
-            if same and rng.random() < 0.6:
-                b = same[int(rng.integers(len(same)))]
-            else:
-                b = const([(1, shape[1]), (shape[0], 1), (), shape][int(rng.integers(4))])
-            ins = [a, b] if rng.random() < 0.5 else [b, a]
-        elif kind < 0.8:
-            op, ins = "Div", [a, const((shape[1],), 1.0, 2.0)]
-        else:
-            n_out = int(rng.choice([2, 4, 5]))
-            w = (rng.standard_normal((shape[1], n_out)) / np.sqrt(shape[1])).astype(np.float32)
-            op, ins = "MatMul", [a, g.add_initializer(g.fresh_name("w"), w)]
-        node = g.add_node(op, ins, name=f"n{k}_{op.lower()}")
-        read.update(ins)
-        pool.append(node.outputs[0])
-    sinks = [v for v in pool[1:] if v not in read and v not in g.inputs]
-    g.outputs = sinks or [pool[-1]]
-    return g
-
-
-def random_feeds(graph: Graph, seed: int) -> dict[str, np.ndarray]:
-    """Fresh random inputs for every graph input, of its declared type."""
-    rng = np.random.default_rng(seed)
-    return {i: rng.standard_normal(graph.types[i].shape).astype(graph.types[i].numpy_dtype)
-            for i in graph.inputs if i not in graph.initializers}
+__all__ = ["graphs", "random_feeds", "random_graph"]
 
 
 def graphs(max_nodes: int = 12) -> st.SearchStrategy[Graph]:

@@ -6,22 +6,10 @@ from typing import Mapping
 import numpy as np
 
 from ..ir.graph import Graph, GraphError
+from ..ir.testing import random_feeds
 from .rewrite import max_relative_error
 
-
-def random_feeds(graph: Graph, rng: np.random.Generator | int | None = None) -> dict[str, np.ndarray]:
-    """Standard-normal float inputs (small non-negative ints for integer inputs) matching the graph's input types."""
-    rng = np.random.default_rng(rng)
-    feeds = {}
-    for name in graph.inputs:
-        t = graph.type_of(name)
-        if t.dtype in ("f16", "f32", "f64"):
-            feeds[name] = rng.standard_normal(t.shape).astype(t.numpy_dtype)
-        elif t.dtype == "bool":
-            feeds[name] = rng.integers(0, 2, t.shape).astype(bool)
-        else:
-            feeds[name] = rng.integers(0, 4, t.shape).astype(t.numpy_dtype)
-    return feeds
+__all__ = ["random_feeds", "output_errors", "max_output_error"]
 
 
 def output_errors(before: Graph, after: Graph, feeds: Mapping[str, np.ndarray] | None = None,
