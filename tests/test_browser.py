@@ -19,8 +19,11 @@ import sys
 import warnings
 from pathlib import Path
 
+import nbformat
 import psutil
 import pytest
+
+from autograder import release
 
 from tests.browser import student
 from tests.browser.lab_server import LabServer
@@ -35,8 +38,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]
 
 def widget_units() -> list[str]:
     """Units whose solution notebook has interactive views."""
-    return sorted(p.parent.name for p in ROOT.glob("solutions/*/*.py")
-                  if p.stem == p.parent.name and INTERACTIVE.search(p.read_text()))
+    return [u for u in release.discover_units() if INTERACTIVE.search((release.SOLUTIONS / u / f"{u}.py").read_text())]
 
 
 def _need_browser() -> None:
@@ -67,9 +69,7 @@ def test_student_view(unit: str, tmp_path: Path):
     # A scratch copy of the course folder with this unit's completed notebook (course/ itself is never written).
     root = tmp_path / "course"
     (root / unit).mkdir(parents=True)
-    src = ROOT / "solutions" / unit / f"{unit}.py"
-    subprocess.run([sys.executable, "-m", "jupytext", "--quiet", "--to", "ipynb", str(src), "-o",
-                    str(root / unit / f"{unit}.ipynb")], check=True)
+    nbformat.write(release.build_source_notebook(unit), root / unit / f"{unit}.ipynb")
     for extra in (ROOT / "course" / unit).glob("*"):
         if extra.suffix != ".ipynb":
             (shutil.copytree if extra.is_dir() else shutil.copy)(extra, root / unit / extra.name)
@@ -116,7 +116,7 @@ def test_student_view(unit: str, tmp_path: Path):
     for s in visit.sliders:
         assert s["from"] != s["to"], f"{unit}: slider {s['slider']!r} in cell {s['cell']} did not move"
         assert s["figure_changed"], f"{unit}: moving slider {s['slider']!r} in cell {s['cell']} did not change the figure or output it drives ({s})"
-    src_text = src.read_text()
+    src_text = (release.SOLUTIONS / unit / f"{unit}.py").read_text()
     if re.search(r"ipywidgets|FigureWidget", src_text):
         assert visit.sliders, f"{unit}: the notebook uses widgets but no slider or dropdown was found in the page"
     if re.search(r"show_netron|netron_view", src_text):
