@@ -66,6 +66,10 @@ def test_nchwc_graph_keeps_meaning_and_runs_as_ort_nchwc_kernels():
     ops = res.graph.op_counts()
     assert ops["NchwcConv"] == 3 and ops["NchwcMaxPool"] == 1 and ops["NchwcGlobalAveragePool"] == 1
     assert ops["ReorderOutput"] == 2 and "ReorderInput" not in ops  # the image is read as NCHW directly
+    for n in res.graph.nodes:  # the types say which values are blocked
+        want = "NCHW" if n.op == "ReorderOutput" else "NCHWc" if n.op.startswith("Nchwc") else None
+        if want:
+            assert res.graph.types[n.outputs[0]].layout == want, (n, res.graph.types[n.outputs[0]])
     feeds = random_feeds(g, rng)
     assert max_output_error(g, res.graph, feeds) <= 1e-5
     model = export_onnx(res.graph, "ort")
@@ -85,3 +89,18 @@ def test_convs_that_do_not_fit_the_blocks_stay():
     g.outputs = [g.add_node("Conv", [x, w]).outputs[0]]
     res = ToNCHWc().run(g)
     assert not res.changed and "block" in res.reason
+
+
+def test_nchwc_tags_survive_text_form():
+    """Blocked values carry the NCHWc layout tag, and the text form writes and reads it back."""
+    from infopt.ir.text import parse_text, to_text
+
+    b = ort_block_size()
+    g = Graph("t")
+    x = g.add_input("x", TensorType((1, b, 6, 6), layout="NCHW"))
+    w = g.add_initializer("w", np.ones((b, b, 3, 3), np.float32))
+    g.outputs = [g.add_node("Relu", [g.add_node("Conv", [x, w]).outputs[0]]).outputs[0]]
+    r = ToNCHWc().run(ConvFusion()(g)).graph
+    assert sorted(t.layout for k, t in r.types.items() if k not in r.initializers) == ["NCHW", "NCHW", "NCHWc", "NCHWc"]
+    back = parse_text(to_text(r), r.initializers)
+    assert {k: t.layout for k, t in back.types.items()} == {k: t.layout for k, t in r.types.items()}

@@ -18,7 +18,7 @@ DTYPES: dict[str, np.dtype] = {
 }
 _BY_NUMPY = {v: k for k, v in DTYPES.items()}
 
-LAYOUTS = ("NCHW", "NHWC")
+LAYOUTS = ("NCHW", "NHWC", "NCHWc")  # NCHWc: channels padded to a block and stored block-major (passes.nchwc)
 
 
 def dtype_name(dtype: np.dtype | type | str) -> str:

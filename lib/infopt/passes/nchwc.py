@@ -17,7 +17,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..ir.graph import Graph, GraphError, Node
-from ..ir.ops import OpDef, get_op, register_op
+from ..ir.ops import OpDef, get_op, infer_shapes, register_op
 from ..ir.types import TensorType
 from .base import Pass
 from .fused_ops import FUSED_ATTRS
@@ -69,11 +69,12 @@ def unreorder_weights(w: np.ndarray, b: int, nchw_input: bool) -> np.ndarray:
 
 def _blocked_type(t: TensorType, b: int) -> TensorType:
     n, c, h, w = t.shape
-    return TensorType((n, -(-c // b) * b, h, w), t.dtype, t.layout)  # the IR has no NCHWc tag: keep the source's
+    return TensorType((n, -(-c // b) * b, h, w), t.dtype, "NCHWc")
 
 
 def _plain(t: TensorType) -> TensorType:
-    return t
+    """The type a blocked tensor has to the plain op that computes on it (same padded shape, NCHW tag)."""
+    return TensorType(t.shape, t.dtype, "NCHW") if t.layout == "NCHWc" else t
 
 
 def _conv_infer(types: Sequence[TensorType | None], attrs: dict[str, Any]) -> list[TensorType]:
@@ -114,7 +115,7 @@ def _pool(op: str):
 register_op(OpDef("ReorderInput", lambda ts, a: [_blocked_type(ts[0], int(a["block"]))],
                   lambda xs, a: [block_nchw(xs[0], int(a["block"]))], (1, 1), doc="NCHW -> NCHWc"))
 register_op(OpDef("ReorderOutput", lambda ts, a: [TensorType((ts[0].shape[0], int(a["channels"]), *ts[0].shape[2:4]),
-                                                             ts[0].dtype, ts[0].layout)],
+                                                             ts[0].dtype, "NCHW")],
                   lambda xs, a: [unblock(xs[0], int(a["block"]), int(a["channels"]))], (1, 1), doc="NCHWc -> NCHW"))
 register_op(OpDef("NchwcConv", _conv_infer, _conv, (2, 4), doc="FusedConv on NCHWc tensors, reordered weights"))
 register_op(OpDef("NchwcMaxPool", *_pool("MaxPool"), (1, 1), doc="MaxPool on NCHWc tensors"))
@@ -219,6 +220,7 @@ class ToNCHWc(Pass):
         from .dce import DeadCodeElimination
 
         DeadCodeElimination().apply(graph)
+        infer_shapes(graph)  # reordered-back values are tagged NCHW now, and so is what reads them
         stats["reorders_out"] = sum(n.op == "ReorderOutput" for n in graph.nodes)
         stats["reorders_in"] = sum(n.op == "ReorderInput" for n in graph.nodes)
         return stats
