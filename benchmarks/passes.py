@@ -12,6 +12,9 @@ exported back to ONNX (FusedConv as com.microsoft.FusedConv, NCHWc ops as com.mi
   The same ratios for our pipeline without the layout pass: latency_fusion_only_over_ort_extended / _all.
 - memplan_peak_over_lower_bound / _over_no_reuse: the arena of our memory plan for the optimized ResNet-18.
 - resnet50_pipeline_s: the whole pipeline (with the verifier after each pass) on ResNet-50 (224x224), median.
+- hfusion_merged_over_separate: three Q/K/V-style MatMuls of one (tokens, hidden) input merged by HorizontalFusion
+  into one wide MatMul + Split, over the three separate, in onnxruntime (one thread, interleaved, paired median),
+  for a decode step (1 x 1024) and a prefill (256 x 256).
 
     python benchmarks/passes.py [--repeats 15] [--json]
 """
@@ -99,6 +102,29 @@ def measure(repeats: int) -> dict:
     }
 
 
+def measure_horizontal(repeats: int, shapes: tuple[tuple[int, int], ...] = ((1, 1024), (256, 256))) -> dict:
+    """Merged / separate time of three sibling projections for each (tokens, hidden) shape (see the docstring)."""
+    from infopt.ir import Graph, TensorType
+    from infopt.passes import HorizontalFusion
+    from infopt.passes.export import export_onnx
+    from infopt.passes.ort_check import ort_session
+    from infopt.runtime.timing import interleaved, paired_ratio
+
+    rng = np.random.default_rng(1)
+    out = {}
+    for tokens, hidden in shapes:
+        g = Graph("qkv")
+        x = g.add_input("x", TensorType((tokens, hidden)))
+        g.outputs = [g.add_node("MatMul", [x, g.add_initializer(f"w_{c}", rng.standard_normal((hidden, hidden)).astype(np.float32))],
+                                outputs=[c]).outputs[0] for c in "qkv"]
+        merged = HorizontalFusion()(g)
+        feeds = {"x": rng.standard_normal((tokens, hidden)).astype(np.float32)}
+        sess = {k: ort_session(export_onnx(m, "onnx"), threads=1) for k, m in (("separate", g), ("merged", merged))}
+        samples = interleaved({k: (lambda s=s: s.run(None, feeds)) for k, s in sess.items()}, repeats=max(repeats, 30), warmup=3)
+        out[f"{tokens}x{hidden}"] = paired_ratio(samples, "merged", "separate")
+    return out
+
+
 def main() -> None:
     """Parse arguments, measure with BLAS limited to one thread, print the table or one JSON object."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -111,6 +137,7 @@ def main() -> None:
 
     with threadpool_limits(1):
         r = measure(args.repeats)
+        r["hfusion_merged_over_separate"] = measure_horizontal(args.repeats)
     if args.json:
         print(json.dumps(r))
         return
@@ -130,6 +157,8 @@ def main() -> None:
     print(f"memory plan (fused graph): {r['memplan_peak_over_lower_bound']:.3f} x lower bound, "
           f"{r['memplan_peak_over_no_reuse']:.3f} x no reuse ({r['memplan_peak_bytes'] / 2**20:.2f} MiB)")
     print(f"ResNet-50 ({r['resnet50_nodes_before']} nodes): whole pipeline in {r['resnet50_pipeline_s']:.3f} s")
+    print("horizontal fusion, Q/K/V MatMuls merged / separate (onnxruntime, one thread): "
+          + ", ".join(f"{k} tokens x hidden {v:.2f}" for k, v in r["hfusion_merged_over_separate"].items()))
 
 
 if __name__ == "__main__":

@@ -300,6 +300,23 @@ def test_flatten_transpose_concat(rng):
         g.add_node("Concat", ["x", "y"], {"axis": 1})
 
 
+def test_split_is_concat_inverse(rng):
+    x = rnd(rng, 2, 7, 3)
+    parts = run("Split", [x, np.array([3, 0, 4], np.int64)], {"axis": -2}, n_out=3, const=(1,))
+    assert [p.shape for p in parts] == [(2, 3, 3), (2, 0, 3), (2, 4, 3)]
+    close(np.concatenate(parts, axis=1), x)
+    close(parts[2], x[:, 3:])
+    with pytest.raises(GraphError, match=r"sizes \[3, 3\] must .*add up to dim 1"):
+        run("Split", [x, np.array([3, 3], np.int64)], {"axis": 1}, n_out=2, const=(1,))
+    with pytest.raises(GraphError, match="defines 2 outputs but the node lists 3"):
+        run("Split", [x, np.array([3, 4], np.int64)], {"axis": 1}, n_out=3, const=(1,))
+    g = Graph()
+    g.add_input("x", TensorType((2, 7)))
+    g.add_input("s", TensorType((2,), "i64"))
+    with pytest.raises(GraphError, match="part sizes as input 1"):
+        g.add_node("Split", ["x", "s"], {"axis": 1}, outputs=2)
+
+
 def test_squeeze_unsqueeze_shape_gather_slice(rng):
     x = rnd(rng, 3, 1, 4)
     ax = np.array([0, -1], np.int64)
@@ -349,7 +366,7 @@ def test_every_registered_op_has_doc_and_is_tested():
         assert op.doc, f"{name} lacks a doc"
     tested = set(UNARY) | set(BINARY) | {
         "Where", "Clip", "Cast", "Conv", "MaxPool", "AveragePool", "GlobalAveragePool", "BatchNormalization",
-        "Softmax", "LayerNormalization", "MatMul", "Gemm", "Reshape", "Flatten", "Transpose", "Concat",
+        "Softmax", "LayerNormalization", "MatMul", "Gemm", "Reshape", "Flatten", "Transpose", "Concat", "Split",
         "Squeeze", "Unsqueeze", "Shape", "Gather", "Slice", "ReduceMean", "ReduceSum", "ReduceMax", "Dropout",
         "Constant", "ReduceProd"}
     core = {n for n in OPS if OPS[n].compute.__module__.startswith("infopt.ir.ops")}

@@ -12,6 +12,7 @@ from .cse import CommonSubexpressionElimination, cse_key
 from .dce import DeadCodeElimination, live_nodes
 from .fold import ConstantFolding
 from .fusion import ConvFusion, ElementwiseFusion
+from .horizontal import HorizontalFusion
 from .inplace import inplace_candidates
 from .layout import ToNHWC, TransposeSinking
 from .nchwc import ToNCHWc
@@ -22,7 +23,7 @@ from .simplify import AlgebraicSimplification
 
 __all__ = [
     "AlgebraicSimplification", "BatchNormFolding", "CommonSubexpressionElimination", "ConstantFolding",
-    "ConvFusion", "DeadCodeElimination", "ElementwiseFusion", "FunctionPass", "Interval", "MemoryPlan", "Pass",
+    "ConvFusion", "DeadCodeElimination", "ElementwiseFusion", "FunctionPass", "HorizontalFusion", "Interval", "MemoryPlan", "Pass",
     "PassError", "PassManager", "PassRecord", "PassResult", "PassSkipped", "PipelineResult", "ToNCHWc", "ToNHWC", "TransposeSinking", "bn_scale_shift",
     "check_plan", "cse_key", "default_pipeline", "fold_batchnorm", "fold_bn_into_conv", "graph_signature",
     "inplace_candidates", "live_nodes", "liveness", "lower_bound_bytes", "no_reuse_bytes", "optimize",

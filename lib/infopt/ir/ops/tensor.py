@@ -1,4 +1,4 @@
-"""Data-movement ops: Reshape, Flatten, Transpose, Concat, Squeeze/Unsqueeze, Slice, Gather, Shape,
+"""Data-movement ops: Reshape, Flatten, Transpose, Concat, Split, Squeeze/Unsqueeze, Slice, Gather, Shape,
 Identity, Dropout (inference) and Constant."""
 from __future__ import annotations
 
@@ -146,6 +146,36 @@ def _concat_infer(types: Sequence[TensorType | None], attrs: dict[str, Any]) -> 
 
 register_op(OpDef("Concat", _concat_infer, lambda xs, a: [np.concatenate(xs, axis=int(a["axis"]))],
                   (1, 1 << 30), doc="join along an existing axis"))
+
+
+# ----- Split ---------------------------------------------------------------------------------
+def _split_sizes(op: str, x: TensorType, attrs: dict[str, Any], consts: Sequence[np.ndarray | None]) -> tuple[int, list[int]]:
+    axis = norm_axis(op, attrs.get("axis", 0), x.rank)
+    if len(consts) < 2 or consts[1] is None:
+        raise GraphError("Split: give the part sizes as input 1 (`split`, a constant int64 tensor); the IR infers "
+                         "the output types from them (an equal split by output count is not supported)")
+    sizes = ints(consts[1])
+    if min(sizes, default=0) < 0 or sum(sizes) != x.shape[axis]:
+        raise GraphError(f"Split: sizes {sizes} must be non-negative and add up to dim {axis} of {x} "
+                         f"({x.shape[axis]})")
+    return axis, sizes
+
+
+def _split_infer(types: Sequence[TensorType | None], attrs: dict[str, Any],
+                 consts: Sequence[np.ndarray | None]) -> list[TensorType]:
+    x = types[0]
+    axis, sizes = _split_sizes("Split", x, attrs, consts)
+    return [TensorType(tuple(k if d == axis else n for d, n in enumerate(x.shape)), x.dtype, x.layout) for k in sizes]
+
+
+def _split(xs: Sequence[np.ndarray | None], attrs: dict[str, Any]) -> list[np.ndarray]:
+    x = np.asarray(xs[0])
+    axis, sizes = _split_sizes("Split", TensorType.of(x), attrs, xs)
+    return [np.ascontiguousarray(p) for p in np.split(x, np.cumsum(sizes)[:-1], axis=axis)]
+
+
+register_op(OpDef("Split", _split_infer, _split, (2, 2), const_inputs=(1,),
+                  doc="cut along 'axis' into parts of the sizes given by input 1 (the inverse of Concat)"))
 
 
 # ----- Squeeze / Unsqueeze --------------------------------------------------------------------
