@@ -4,7 +4,8 @@
                                [--workers N] [--dask local|tcp://scheduler:8786]
 
 Pipeline: intake (take only the notebook, check it) -> assemble (restore grading cells/metadata) -> tamper scan
--> run in a sandbox, cell by cell -> score -> grades.csv, feedback/<student>.html, summary.html, gradebook.db.
+-> run in a sandbox, cell by cell -> score, each worker into its own gradebook -> grades.csv,
+feedback/<student>.html, summary.html, and gradebook.db with the workers' gradebooks merged in.
 `grade_one` is the unit of work; it is a plain function of plain data, so a process pool or a Dask cluster runs it.
 """
 from __future__ import annotations
@@ -14,6 +15,7 @@ import concurrent.futures
 import dataclasses
 import json
 import os
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -93,7 +95,15 @@ def grade_one(job: dict) -> dict:
     except Exception as err:  # noqa: BLE001 (reported per student, the batch goes on)
         run = {"results": [], "events": [f"grader failure: {type(err).__name__}: {err}"],
                "infrastructure_error": True, "seconds": time.monotonic() - started}
-    return score(job["student"], cells, run, job["findings"], job["notes"])
+    record = score(job["student"], cells, run, job["findings"], job["notes"])
+    if job.get("gradebook"):  # this worker's own gradebook, merged into the course's at the end
+        from .report import record_in_worker_gradebook
+
+        try:
+            record_in_worker_gradebook(record, job["gradebook"])
+        except Exception as err:  # noqa: BLE001 (the parent stores the record itself instead)
+            record["events"].append(f"worker gradebook not written ({type(err).__name__}: {err}); merged from the record")
+    return record
 
 
 def _intake_record(sub: Submission, unit: Unit) -> dict:
@@ -181,6 +191,9 @@ def grade(unit: str, submissions: Path, out: Path, roster: Path | None = None, w
         job["origin"] = sub.origin
         jobs.append(job)
     workers = workers or os.cpu_count() or 1
+    gb_spec = _worker_gradebooks(loaded, out / "gradebooks") if jobs and dask in (None, "local") else None
+    for job in jobs:
+        job["gradebook"] = gb_spec
     done = [len(records)]
     total = len(found)
 
@@ -194,8 +207,25 @@ def grade(unit: str, submissions: Path, out: Path, roster: Path | None = None, w
         record["origin"] = origins.get(record["student"], "")
     order = {student: i for i, student in enumerate(found)}
     records = sorted(records + graded, key=lambda r: order.get(r["student"], len(order)))
-    write_outputs(records, loaded, out, gradebook)
+    parts = sorted((out / "gradebooks").glob("worker-*.db")) if gb_spec else []
+    dest = Path(gradebook) if gradebook else out / "gradebook.db"
+    if gb_spec and not dest.exists():
+        shutil.copyfile(gb_spec["template"], dest)  # an empty gradebook with the grade cells: no second migration
+    write_outputs(records, loaded, out, dest, parts)
     return records
+
+
+def _worker_gradebooks(unit: Unit, folder: Path) -> dict:
+    """A fresh folder for the workers' own gradebooks, with a template (assignment and grade cells) they copy."""
+    from .report import grade_cells, init_gradebook, open_gradebook
+
+    shutil.rmtree(folder, ignore_errors=True)  # gradebooks of an earlier run must not merge into this one
+    folder.mkdir(parents=True, mode=0o700)
+    template = folder / "template.db"
+    cells = grade_cells(unit)
+    with open_gradebook(template) as gb:
+        init_gradebook(gb, unit.name, cells)
+    return {"dir": str(folder), "template": str(template), "unit": unit.name, "cells": cells}
 
 
 def main(argv: Iterable[str] | None = None) -> int:

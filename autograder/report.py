@@ -5,9 +5,11 @@ Feedback shows each test's pass/fail and message, never the hidden tests' source
 """
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 from pathlib import Path
+from typing import Any, Iterator
 
 from .assemble import exercise_of
 
@@ -93,50 +95,124 @@ def write_summary(records: list[dict], exercises: list[str], unit_name: str, pat
     path.write_text(html, encoding="utf-8")
 
 
-def write_gradebook(records: list[dict], unit, path: Path) -> None:
-    """An nbgrader gradebook with the unit's grade cells and each graded student's auto scores (no cell sources)."""
+@contextlib.contextmanager
+def open_gradebook(path: Path) -> Iterator[Any]:
+    """An nbgrader Gradebook on sqlite file `path` (created if missing), quiet about nbgrader's own warnings."""
     import os
     import sys
-
-    from nbgrader.api import Gradebook, MissingEntry
-
-    bindir = os.path.dirname(sys.executable)  # nbgrader runs `alembic` from the venv's bin/
-    if bindir not in os.environ.get("PATH", "").split(os.pathsep):
-        os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
     import warnings
 
+    from nbgrader.api import Gradebook
+
+    bindir = os.path.dirname(sys.executable)  # nbgrader runs `alembic` from the venv's bin/ to create a database
+    if bindir not in os.environ.get("PATH", "").split(os.pathsep):
+        os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
     with warnings.catch_warnings(), Gradebook(f"sqlite:///{path}") as gb:
         warnings.simplefilter("ignore")  # nbgrader's own SQLAlchemy autoflush warnings
-        gb.update_or_create_assignment(unit.name)
+        yield gb
+
+
+def grade_cells(unit) -> list[tuple[str, float]]:
+    """(grade_id, points) of the unit's autograded test cells, in notebook order."""
+    return [(c.grade_id, float(c.points)) for c in unit.master if c.kind == "test"]
+
+
+def init_gradebook(gb: Any, unit_name: str, cells: list[tuple[str, float]]) -> None:
+    """Make sure the assignment, its notebook and its grade cells exist (never their sources: hidden tests)."""
+    from nbgrader.api import MissingEntry
+
+    gb.update_or_create_assignment(unit_name)
+    try:
+        gb.find_notebook(unit_name, unit_name)
+    except MissingEntry:
+        gb.add_notebook(unit_name, unit_name)
+    for grade_id, points in cells:
         try:
-            gb.find_notebook(unit.name, unit.name)
+            gb.find_grade_cell(grade_id, unit_name, unit_name)
         except MissingEntry:
-            gb.add_notebook(unit.name, unit.name)
-        tests = [c for c in unit.master if c.kind == "test"]
-        for cell in tests:
+            gb.add_grade_cell(grade_id, unit_name, unit_name, max_score=points, cell_type="code")
+
+
+def store_scores(gb: Any, unit_name: str, cells: list[tuple[str, float]], student: str, points: dict[str, float],
+                 needs_review: bool) -> None:
+    """Replace `student`'s submission of the unit with these auto scores (a later grading run wins)."""
+    from nbgrader.api import MissingEntry
+
+    gb.update_or_create_student(student)
+    try:
+        gb.remove_submission(unit_name, student)
+    except MissingEntry:
+        pass
+    gb.add_submission(unit_name, student)
+    for grade_id, _ in cells:
+        grade = gb.find_grade(grade_id, unit_name, unit_name, student)
+        grade.auto_score = points.get(grade_id, 0.0)
+        grade.needs_manual_grade = needs_review
+    gb.db.commit()
+
+
+def _scored(record: dict) -> bool:
+    return record["status"] in ("graded", "flagged")
+
+
+def record_in_worker_gradebook(record: dict, spec: dict) -> Path:
+    """Store one graded record in this worker process's own gradebook (spec: dir, template, unit, cells).
+
+    Each worker writes only its own sqlite file, so parallel workers never contend for a lock; the file starts as a
+    copy of the run's template (assignment and grade cells already there) and is merged into the course gradebook
+    at the end (`write_gradebook`)."""
+    import os
+    import shutil
+
+    path = Path(spec["dir"]) / f"worker-{os.getpid()}.db"
+    if not path.exists():
+        shutil.copyfile(spec["template"], path)
+    if _scored(record):
+        with open_gradebook(path) as gb:
+            cells = [tuple(c) for c in spec["cells"]]
+            store_scores(gb, spec["unit"], cells, record["student"],
+                         {t["grade_id"]: t["points"] for t in record["tests"]}, record["status"] == "flagged")
+    return path
+
+
+def merge_gradebooks(parts: list[Path], dest: Any, unit_name: str, cells: list[tuple[str, float]]) -> set[str]:
+    """Copy every submission's auto scores from the worker gradebooks `parts` into the open gradebook `dest`."""
+    merged: set[str] = set()
+    for part in parts:
+        with open_gradebook(part) as gb:
             try:
-                gb.find_grade_cell(cell.grade_id, unit.name, unit.name)
-            except MissingEntry:
-                gb.add_grade_cell(cell.grade_id, unit.name, unit.name, max_score=cell.points, cell_type="code")
+                subs = gb.find_assignment(unit_name).submissions
+            except Exception:  # noqa: BLE001 (an empty part: its worker graded nobody)
+                continue
+            for sub in subs:
+                student = sub.student.id
+                grades = {g.name: g for nb in sub.notebooks for g in nb.grades}
+                store_scores(dest, unit_name, cells, student,
+                             {k: float(g.auto_score or 0.0) for k, g in grades.items()},
+                             any(g.needs_manual_grade for g in grades.values()))
+                merged.add(student)
+    return merged
+
+
+def write_gradebook(records: list[dict], unit, path: Path, parts: list[Path] = ()) -> None:
+    """The course gradebook: the workers' gradebooks `parts` merged in, then any graded record none of them holds
+    (a remote Dask worker's, or a worker whose gradebook failed) stored from the record itself, and every roster
+    student created. Grade cells only: no cell sources (hidden tests)."""
+    cells = grade_cells(unit)
+    with open_gradebook(path) as gb:
+        init_gradebook(gb, unit.name, cells)
+        merged = merge_gradebooks(list(parts), gb, unit.name, cells)
         for record in records:
             gb.update_or_create_student(record["student"])
-            if record["status"] not in ("graded", "flagged"):
-                continue
-            try:
-                gb.remove_submission(unit.name, record["student"])
-            except MissingEntry:
-                pass
-            gb.add_submission(unit.name, record["student"])
-            points = {t["grade_id"]: t["points"] for t in record["tests"]}
-            for cell in tests:
-                grade = gb.find_grade(cell.grade_id, unit.name, unit.name, record["student"])
-                grade.auto_score = points.get(cell.grade_id, 0.0)
-                grade.needs_manual_grade = record["status"] == "flagged"
-            gb.db.commit()
+            if _scored(record) and record["student"] not in merged:
+                store_scores(gb, unit.name, cells, record["student"],
+                             {t["grade_id"]: t["points"] for t in record["tests"]}, record["status"] == "flagged")
+        gb.db.commit()
 
 
-def write_outputs(records: list[dict], unit, out: Path, gradebook: Path | None = None) -> None:
-    """Write every output of one grading run into `out` (the scores also into `gradebook`, default out/gradebook.db)."""
+def write_outputs(records: list[dict], unit, out: Path, gradebook: Path | None = None, parts: list[Path] = ()) -> None:
+    """Write every output of one grading run into `out`; the scores go into `gradebook` (default out/gradebook.db),
+    merged from the workers' own gradebooks `parts`."""
     out = Path(out)
     exercises = exercise_names(unit)
     write_csv(records, exercises, out / "grades.csv")
@@ -146,6 +222,6 @@ def write_outputs(records: list[dict], unit, out: Path, gradebook: Path | None =
     write_feedback(records, unit.name, out / "feedback")
     write_summary(records, exercises, unit.name, out / "summary.html")
     try:
-        write_gradebook(records, unit, Path(gradebook) if gradebook else out / "gradebook.db")
+        write_gradebook(records, unit, Path(gradebook) if gradebook else out / "gradebook.db", parts)
     except Exception as err:  # noqa: BLE001 (the CSV and feedback are the primary outputs)
         (out / "gradebook.error.txt").write_text(f"could not write gradebook.db: {type(err).__name__}: {err}\n")

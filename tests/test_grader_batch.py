@@ -148,6 +148,15 @@ def test_cli_on_an_nbgrader_tree_and_the_dask_path(tmp_path):
     records = grade("toy_unit", tmp_path / "submitted", tmp_path / "o2", workers=2, limits=LIMITS, source=TOY,
                     dask="local", quiet=True, gradebook=course_db)
     assert {r["student"]: r["total"] for r in records} == {"s1": 5.0, "s2": 0.0}
+    parts = sorted((tmp_path / "o2" / "gradebooks").glob("worker-*.db"))  # each worker kept its own gradebook
+    in_parts = []
+    for part in parts:
+        with sqlite3.connect(part) as con:
+            in_parts += [r[0] for r in con.execute("select student.id from submitted_assignment join student on "
+                                                   "submitted_assignment.student_id = student.id")]
+    assert sorted(in_parts) == ["s1", "s2"], f"every graded student in exactly one worker gradebook: {in_parts}"
+    with sqlite3.connect(course_db) as con:  # ... merged into the course gradebook
+        assert con.execute("select sum(auto_score) from grade").fetchone()[0] == 5.0
     main(["--unit", "toy_unit", "--submissions", str(tmp_path / "submitted"), "--out", str(tmp_path / "o4"),
           "--source", str(TOY), "--workers", "2", "--quiet", "--gradebook", str(course_db)])  # merge again
     with sqlite3.connect(course_db) as con:
@@ -157,3 +166,41 @@ def test_cli_on_an_nbgrader_tree_and_the_dask_path(tmp_path):
                  "--source", str(TOY)]) == 2
     with pytest.raises(ValueError, match="inside"):
         grade("toy_unit", tmp_path / "submitted", REPO / "course" / "x", source=TOY)
+
+
+def test_gradebook_merge_falls_back_to_records(tmp_path):
+    """A graded student that no worker gradebook holds (a remote Dask worker, a failed write) is stored from the
+    record; a broken worker spec becomes an event on the record, never a lost grade."""
+    from autograder.report import grade_cells, record_in_worker_gradebook, write_gradebook
+
+    unit = load_unit("toy_unit", TOY)
+    cells = grade_cells(unit)
+
+    def record(student, status="graded"):
+        return {"student": student, "status": status, "events": [],
+                "tests": [{"grade_id": gid, "points": pts} for gid, pts in cells]}
+
+    spec = {"dir": str(tmp_path), "template": str(tmp_path / "missing.db"), "unit": unit.name, "cells": cells}
+    with pytest.raises(FileNotFoundError):
+        record_in_worker_gradebook(record("s0"), spec)
+    dest = tmp_path / "course.db"
+    write_gradebook([record("s1"), record("s2", "missing")], unit, dest)  # no worker gradebooks at all
+    part_dir = tmp_path / "parts"
+    part_dir.mkdir()
+    write_gradebook([], unit, part_dir / "template.db")
+    spec = {**spec, "dir": str(part_dir), "template": str(part_dir / "template.db")}
+    part = record_in_worker_gradebook(record("s3"), spec)
+    write_gradebook([record("s3"), record("s4", "flagged")], unit, dest, [part])
+    full = sum(p for _, p in cells)
+    with sqlite3.connect(dest) as con:
+        totals = dict(con.execute("select student.id, sum(grade.auto_score) from grade join submitted_notebook on "
+                                  "grade.notebook_id = submitted_notebook.id join submitted_assignment on "
+                                  "submitted_notebook.assignment_id = submitted_assignment.id join student on "
+                                  "submitted_assignment.student_id = student.id group by student.id").fetchall())
+        students = {r[0] for r in con.execute("select id from student")}
+        review = dict(con.execute("select student.id, max(grade.needs_manual_grade) from grade join submitted_notebook "
+                                  "on grade.notebook_id = submitted_notebook.id join submitted_assignment on "
+                                  "submitted_notebook.assignment_id = submitted_assignment.id join student on "
+                                  "submitted_assignment.student_id = student.id group by student.id").fetchall())
+    assert totals == {"s1": full, "s3": full, "s4": full} and students == {"s1", "s2", "s3", "s4"}
+    assert review == {"s1": 0, "s3": 0, "s4": 1}
