@@ -114,10 +114,12 @@ def test_planner_is_near_the_lower_bound_on_random_conv_nets():
         ivs = liveness(_random_net(seed))
         plan = plan_memory(ivs, align=1)
         check_plan(ivs, plan.offsets)
-        single = min(plan_memory(ivs, align=1, order=o).peak_bytes for o in ("size", "breadth"))
-        assert plan.peak_bytes <= single  # "best" is never worse than either order alone
+        single = min(plan_memory(ivs, align=1, order=o).peak_bytes for o in ("size", "size_last_end", "breadth"))
+        assert plan.peak_bytes <= single  # "best" is never worse than any order alone
         ratios.append(plan.peak_bytes / lower_bound_bytes(ivs))
-    assert np.median(ratios) <= 1.01 and np.mean(np.array(ratios) <= 1.10) >= 0.9 and max(ratios) < 1.5
+    # seeded, so deterministic: with "size_last_end" among the orders tried, every one of these nets, and 1,400 more
+    # seeds tried when that order was added, is planned at the lower bound; allow a little slack all the same
+    assert np.median(ratios) <= 1.0 and max(ratios) <= 1.05, max(ratios)
 
 
 def test_bad_arguments():

@@ -804,8 +804,11 @@ for _try in range(200):  # random conv nets (stages of conv + activation with re
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# How much does reuse buy, and how close does the planner get? (The library's planner tries two placement orders,
-# largest-first and TFLite's "greedy by breadth", and keeps the better; execution order is shown for contrast.)
+# How much does reuse buy, and how close does the planner get? (The library's planner tries three placement
+# orders — largest-first, largest-first with the longest-lived of equal sizes first, and TFLite's "greedy by
+# breadth" — and keeps the best; execution order is shown for contrast. Ties matter: with only the first and the
+# last order, 3% of 1,000 random conv nets ended above the lower bound, up to 1.29×; with the tie-broken order
+# added, all 1,400 nets we tried sit at the bound.)
 
 # %%
 for name, g in (("ResNet-18 as exported", resnet_bn), ("ResNet-18 fused", fused_resnet), ("transformer block", tblock)):

@@ -147,15 +147,16 @@ def _breadth_order(intervals: Sequence[Interval]) -> list[Interval]:
     return order
 
 
-ORDERS = ("size", "breadth", "start", "best")
+ORDERS = ("size", "size_last_end", "breadth", "start", "best")
 
 
 def plan_memory(intervals: Sequence[Interval] | Graph, align: int = 64, order: str = "best") -> MemoryPlan:
     """Assign arena offsets with reuse: buffers are placed one by one, each in the best-fitting free gap.
 
-    The placement order decides the quality: ``"size"`` (largest first), ``"breadth"`` (TFLite's greedy
+    The placement order decides the quality: ``"size"`` (largest first), ``"size_last_end"`` (largest first;
+    of equal sizes, the one that dies last first), ``"breadth"`` (TFLite's greedy
     by breadth: busiest steps first), ``"start"`` (execution order, a weak first-come heuristic shown for
-    comparison), or ``"best"`` (default: try size and breadth, keep the smaller arena).
+    comparison), or ``"best"`` (default: try size, size_last_end and breadth, keep the smallest arena).
     """
     if isinstance(intervals, Graph):
         intervals = liveness(intervals)
@@ -166,10 +167,12 @@ def plan_memory(intervals: Sequence[Interval] | Graph, align: int = 64, order: s
         raise ValueError(f"order must be one of {ORDERS}, got {order!r}")
     orders = {
         "size": lambda: sorted(intervals, key=lambda iv: (-iv.size, iv.start, iv.name)),
+        # of equal sizes, the buffer that dies last first (it then sits low, under the short-lived ones)
+        "size_last_end": lambda: sorted(intervals, key=lambda iv: (-iv.size, -iv.end, iv.start, iv.name)),
         "breadth": lambda: _breadth_order(intervals),
         "start": lambda: sorted(intervals, key=lambda iv: (iv.start, -iv.size, iv.name)),
     }
-    names = ["size", "breadth"] if order == "best" else [order]
+    names = ["size", "size_last_end", "breadth"] if order == "best" else [order]
     plans = [MemoryPlan(intervals, _place(orders[k](), align), align) for k in names]
     return min(plans, key=lambda p: p.arena_bytes)
 
