@@ -31,6 +31,18 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+
+def _die_with_parent() -> None:
+    """In the child before exec: ask Linux to SIGTERM it when the test process dies, even by SIGKILL or a CI
+    timeout that skips pytest's cleanup (JupyterLab then shuts its kernels down itself)."""
+    try:
+        import ctypes
+        import signal
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # 1 = PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass  # not Linux: the test's own cleanup still runs in the normal case
+
 class LabServer:
     """A JupyterLab server on ``root``; use as a context manager. ``url_for(path)`` gives an authenticated URL."""
 
@@ -70,7 +82,8 @@ class LabServer:
         if hasattr(os, "geteuid") and os.geteuid() == 0:
             cmd.append("--ServerApp.allow_root=True")
         self._log = open(self.log_path, "w")
-        self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, env=env, start_new_session=True,
+                                     preexec_fn=_die_with_parent)
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
