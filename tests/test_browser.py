@@ -89,7 +89,7 @@ def test_student_view(unit: str, tmp_path: Path):
             page.on("console", lambda m: visit.console_errors.append(m.text) if m.type == "error" else None)
             page.goto(lab.url_for(f"{unit}/{unit}.ipynb"))
             try:
-                student.run_all(page)
+                visit.run_all_again = student.run_all(page, settled=lab.one_steady_kernel)
             finally:
                 page.screenshot(path=str(shots / f"{unit}-after-run-all.png"), full_page=False)
             lab.track()
@@ -121,6 +121,9 @@ def test_student_view(unit: str, tmp_path: Path):
         assert visit.sliders, f"{unit}: the notebook uses widgets but no slider or dropdown was found in the page"
     if re.search(r"show_netron|netron_view", src_text):
         assert visit.netron_ports, f"{unit}: the notebook shows Netron but no Netron frame was found"
+        if visit.run_all_again:
+            warnings.warn(f"{unit}: Run All stopped early with no error shown and was chosen again "
+                          f"({visit.run_all_again}x)")
         if visit.netron_reloads:
             warnings.warn(f"{unit}: Netron's frame was blank until reloaded ({visit.netron_reloads}x)")
         drawn = " ".join(visit.netron_nodes)

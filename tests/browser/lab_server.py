@@ -140,6 +140,24 @@ class LabServer:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
 
+    def kernels(self) -> list[dict]:
+        """The server's running kernels (its REST API)."""
+        with urllib.request.urlopen(f"{self.base}/api/kernels?token={self.token}", timeout=5) as r:
+            return json.loads(r.read())
+
+    def one_steady_kernel(self, steady_s: float = 3.0) -> bool:
+        """Whether exactly one kernel runs and it has been the same one for ``steady_s`` (poll it in a loop).
+
+        JupyterLab sometimes starts two kernels for a notebook it has just opened and shuts one down a moment
+        later; a Run All chosen in between can lose its queued cells. Waiting for one steady kernel avoids that."""
+        ids = sorted(k["id"] for k in self.kernels())
+        now = ids[0] if len(ids) == 1 else None
+        last, since = getattr(self, "_kernel_seen", (None, 0.0))
+        if now != last:
+            self._kernel_seen = (now, time.monotonic())
+            return False
+        return now is not None and time.monotonic() - since >= steady_s
+
     def leftovers(self) -> list[str]:
         """Processes of the server's tree still alive (should be none after stop())."""
         alive = []
