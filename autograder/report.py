@@ -155,6 +155,12 @@ def _scored(record: dict) -> bool:
     return record["status"] in ("graded", "flagged")
 
 
+def store_record(gb: Any, unit_name: str, cells: list[tuple[str, float]], record: dict) -> None:
+    """Store a graded record's per-test points (a flagged record is marked for manual review)."""
+    store_scores(gb, unit_name, cells, record["student"], {t["grade_id"]: t["points"] for t in record["tests"]},
+                 record["status"] == "flagged")
+
+
 def record_in_worker_gradebook(record: dict, spec: dict) -> Path:
     """Store one graded record in this worker process's own gradebook (spec: dir, template, unit, cells).
 
@@ -169,9 +175,7 @@ def record_in_worker_gradebook(record: dict, spec: dict) -> Path:
         shutil.copyfile(spec["template"], path)
     if _scored(record):
         with open_gradebook(path) as gb:
-            cells = [tuple(c) for c in spec["cells"]]
-            store_scores(gb, spec["unit"], cells, record["student"],
-                         {t["grade_id"]: t["points"] for t in record["tests"]}, record["status"] == "flagged")
+            store_record(gb, spec["unit"], spec["cells"], record)
     return path
 
 
@@ -205,8 +209,7 @@ def write_gradebook(records: list[dict], unit, path: Path, parts: list[Path] = (
         for record in records:
             gb.update_or_create_student(record["student"])
             if _scored(record) and record["student"] not in merged:
-                store_scores(gb, unit.name, cells, record["student"],
-                             {t["grade_id"]: t["points"] for t in record["tests"]}, record["status"] == "flagged")
+                store_record(gb, unit.name, cells, record)
         gb.db.commit()
 
 

@@ -104,7 +104,7 @@ def measure(repeats: int) -> dict:
 
 def measure_horizontal(repeats: int, shapes: tuple[tuple[int, int], ...] = ((1, 1024), (256, 256))) -> dict:
     """Merged / separate time of three sibling projections for each (tokens, hidden) shape (see the docstring)."""
-    from infopt.ir import Graph, TensorType
+    from infopt.models import qkv_projections
     from infopt.passes import HorizontalFusion
     from infopt.passes.export import export_onnx
     from infopt.passes.ort_check import ort_session
@@ -113,10 +113,7 @@ def measure_horizontal(repeats: int, shapes: tuple[tuple[int, int], ...] = ((1, 
     rng = np.random.default_rng(1)
     out = {}
     for tokens, hidden in shapes:
-        g = Graph("qkv")
-        x = g.add_input("x", TensorType((tokens, hidden)))
-        g.outputs = [g.add_node("MatMul", [x, g.add_initializer(f"w_{c}", rng.standard_normal((hidden, hidden)).astype(np.float32))],
-                                outputs=[c]).outputs[0] for c in "qkv"]
+        g = qkv_projections(tokens, hidden, seed=1)
         merged = HorizontalFusion()(g)
         feeds = {"x": rng.standard_normal((tokens, hidden)).astype(np.float32)}
         sess = {k: ort_session(export_onnx(m, "onnx"), threads=1) for k, m in (("separate", g), ("merged", merged))}

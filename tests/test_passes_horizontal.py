@@ -95,3 +95,13 @@ def test_min_group_is_checked():
         HorizontalFusion(min_group=1)
     g = from_onnx(transformer_block_onnx())
     assert not HorizontalFusion(min_group=4).run(g).changed  # Q, K, V are three
+
+
+def test_qkv_projections_merge_into_one_wide_matmul():
+    from infopt.models import qkv_projections
+
+    g = qkv_projections(tokens=4, hidden=8, seed=3)
+    assert g.outputs == ["q", "k", "v"] and g.op_counts() == {"MatMul": 3}
+    merged = HorizontalFusion()(g)
+    assert merged.op_counts() == {"MatMul": 1, "Split": 1} and merged.outputs == ["q", "k", "v"]
+    assert max_output_error(g, merged) <= 1e-6

@@ -636,17 +636,15 @@ print(hres.format_table())
 print("MatMul nodes:", tblock.op_counts()["MatMul"], "->", hres.graph.op_counts()["MatMul"],
       f"| max relative error {max_output_error(tblock, hres.graph):.1e}")
 
-_hrng = np.random.default_rng(1)
-qkv = Graph("qkv")
-_x = qkv.add_input("x", TensorType((256, 256)))
-qkv.outputs = [qkv.add_node("MatMul", [_x, qkv.add_initializer(f"w_{c}", _hrng.standard_normal((256, 256)).astype(np.float32))],
-                            outputs=[c]).outputs[0] for c in "qkv"]
+from infopt.models import qkv_projections  # noqa: E402  (x: (256, 256) -> x @ W_q, x @ W_k, x @ W_v)
+
+qkv = qkv_projections(tokens=256, hidden=256, seed=1)
 qkv_merged = P.HorizontalFusion()(qkv)
 print("projections:", qkv.op_counts(), "->", qkv_merged.op_counts())
 from infopt.passes.ort_check import ort_session  # noqa: E402
 from infopt.passes.export import export_onnx  # noqa: E402
 
-_feeds = {"x": _hrng.standard_normal((256, 256)).astype(np.float32)}
+_feeds = {"x": np.random.default_rng(2).standard_normal((256, 256)).astype(np.float32)}
 _sess = {name: ort_session(export_onnx(g, "onnx")) for name, g in (("three MatMuls", qkv), ("one wide MatMul + Split", qkv_merged))}
 _samples = interleaved({name: (lambda s=s: s.run(None, _feeds)) for name, s in _sess.items()}, repeats=40, warmup=3)
 for name, ts in _samples.items():

@@ -53,6 +53,7 @@ class LabServer:
         self.token = secrets.token_hex(16)
         self.proc: subprocess.Popen | None = None
         self.seen_pids: set[int] = set()
+        self._kernel_seen: tuple[str | None, float] = (None, 0.0)  # one_steady_kernel's last answer and since when
         self.log_path = self.workdir / "jupyterlab.log"
 
     @property
@@ -152,7 +153,7 @@ class LabServer:
         later; a Run All chosen in between can lose its queued cells. Waiting for one steady kernel avoids that."""
         ids = sorted(k["id"] for k in self.kernels())
         now = ids[0] if len(ids) == 1 else None
-        last, since = getattr(self, "_kernel_seen", (None, 0.0))
+        last, since = self._kernel_seen
         if now != last:
             self._kernel_seen = (now, time.monotonic())
             return False

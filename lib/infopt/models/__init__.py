@@ -5,9 +5,9 @@ torch is imported only when a model is built.
 from .digits import digits_cnn, digits_mlp
 from .export import export_onnx, resnet18_onnx, resnet50_onnx, transformer_block_onnx
 from .resnet import calibrate_batchnorm, resnet18, resnet50
-from .transformer import TransformerBlock
+from .transformer import TransformerBlock, qkv_projections
 
 __all__ = [
     "TransformerBlock", "calibrate_batchnorm", "digits_cnn", "digits_mlp", "export_onnx",
-    "resnet18", "resnet18_onnx", "resnet50", "resnet50_onnx", "transformer_block_onnx",
+    "qkv_projections", "resnet18", "resnet18_onnx", "resnet50", "resnet50_onnx", "transformer_block_onnx",
 ]

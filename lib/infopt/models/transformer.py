@@ -2,6 +2,10 @@
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..ir import Graph
 
 
 def TransformerBlock(dim: int = 64, heads: int = 4, mlp_ratio: int = 4, seed: int = 0):
@@ -49,3 +53,18 @@ def TransformerBlock(dim: int = 64, heads: int = 4, mlp_ratio: int = 4, seed: in
             nn.init.uniform_(ln.weight, 0.5, 1.5)
             nn.init.normal_(ln.bias, 0.0, 0.1)
     return block.eval()
+
+
+def qkv_projections(tokens: int, hidden: int, seed: int = 0) -> Graph:
+    """The Q, K and V projections of one attention layer as an IR graph: three MatMuls of one (tokens, hidden)
+    input ``x`` by seeded (hidden, hidden) weights, outputs ``q``, ``k``, ``v`` (what HorizontalFusion merges)."""
+    import numpy as np
+
+    from ..ir import Graph, TensorType
+
+    rng = np.random.default_rng(seed)
+    g = Graph("qkv")
+    x = g.add_input("x", TensorType((tokens, hidden)))
+    g.outputs = [g.add_node("MatMul", [x, g.add_initializer(f"w_{c}", rng.standard_normal((hidden, hidden)).astype(np.float32))],
+                            outputs=[c]).outputs[0] for c in "qkv"]
+    return g
