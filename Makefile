@@ -23,9 +23,14 @@ lab: setup
 	@$(BIN)/jupyter lab --no-browser --ip=127.0.0.1 --port=$(PORT) --notebook-dir=course \
 		$$( [ "$$(id -u)" = 0 ] && echo --ServerApp.allow_root=True )
 
-## Run the whole test suite (library, notebooks, grader, browser).
-test: setup
-	@$(BIN)/python -m pytest -n $${TEST_WORKERS:-2} --dist loadgroup $(PYTEST_ARGS)
+## Run the whole test suite (library, notebooks, grader, browser); prints its wall time, and where it went with
+## `python benchmarks/suite.py` (per-test durations: build/test-durations.json).
+test:
+	@start=$$(date +%s); bash tools/setup.sh --test || exit $$?; setup_end=$$(date +%s); \
+	$(BIN)/python -m pytest -n $${TEST_WORKERS:-2} --dist loadgroup $(PYTEST_ARGS); rc=$$?; end=$$(date +%s); \
+	echo "make test: wall time $$((end - start)) s ($$(( (end - start) / 60 )) min $$(( (end - start) % 60 )) s; setup $$((setup_end - start)) s, tests $$((end - setup_end)) s); exit $$rc"; \
+	echo "make test: per-test durations in build/test-durations.json; the slowest and the seconds per unit: .venv/bin/python benchmarks/suite.py"; \
+	exit $$rc
 
 ## Rebuild course/ (the student release) from solutions/.
 release: setup

@@ -17,8 +17,14 @@ def _env_pip_lines() -> list[str]:
     return [ln.strip()[2:].strip() for ln in m.group(1).splitlines() if ln.strip()]
 
 
+def _all_pins() -> list[str]:
+    """The project's dependencies and every optional extra (the `test` extra)."""
+    project = _pyproject()["project"]
+    return [*project["dependencies"], *(d for extra in project.get("optional-dependencies", {}).values() for d in extra)]
+
+
 def test_environment_yml_pins_match_pyproject():
-    deps = set(_pyproject()["project"]["dependencies"])
+    deps = set(_all_pins())
     pip_lines = _env_pip_lines()
     assert "-e ." in pip_lines, "environment.yml must install this project (`-e .`) in its pip section"
     env = {ln for ln in pip_lines if ln != "-e ."}
@@ -36,7 +42,7 @@ def test_python_versions_agree():
 
 
 def test_every_dependency_is_pinned():
-    loose = [d for d in _pyproject()["project"]["dependencies"] if "==" not in d]
+    loose = [d for d in _all_pins() if "==" not in d]
     assert not loose, f"unpinned dependencies in pyproject.toml: {loose}"
     assert "torch==2.13.0" in _pyproject()["project"]["dependencies"]
 
@@ -45,3 +51,14 @@ def test_ci_runs_the_readme_test_command():
     ci = (ROOT / ".ci" / "run").read_text()
     assert re.search(r"^exec make test\s*$", ci, re.M), ".ci/run must run exactly `make test`"
     assert "make test" in (ROOT / "README.md").read_text()
+
+
+def test_test_only_packages_are_an_extra():
+    """A student's `make lab` installs no test tools; `make test` installs the `test` extra."""
+    deps = {d.split("==")[0].lower() for d in _pyproject()["project"]["dependencies"]}
+    test = {d.split("==")[0].lower() for d in _pyproject()["project"]["optional-dependencies"]["test"]}
+    assert {"pytest", "pytest-xdist", "hypothesis", "playwright"} <= test
+    assert not deps & test, f"test-only packages among the main dependencies: {sorted(deps & test)}"
+    make = (ROOT / "Makefile").read_text()
+    assert re.search(r"^test:.*\n\t.*setup\.sh --test", make, re.M), "make test must run tools/setup.sh --test"
+    assert re.search(r"^lab: setup\s*$", make, re.M) and "--test" not in make.split("\nsetup:")[1].split("\n\n")[0]

@@ -52,3 +52,52 @@ def test_a_leak_into_course_is_found(broken):
         assert any("hidden-test line" in f for f in found), found
     finally:
         release.write_release("00_broken", BROKEN, unit.course)
+
+
+def test_a_test_that_reads_another_exercises_state_is_named_with_both_cells(broken):
+    unit, graded = broken
+    problems = harness.dependence_problems(unit)
+    assert any("'uses_test'" in p and "`double`" in p and "exercise 'double'" in p for p in problems), problems
+    # and nbgrader agrees that this coupling is real: the off-by-one `double` costs uses_test its point
+    assert graded.scores["wrong_double__off_by_one"]["uses_test"][0] == 0
+
+
+FIXTURE = Path(__file__).parent / "notebooks" / "fixtures" / "solutions"
+
+
+def test_fast_path_grades_hangs_crashes_and_stderr_as_nbgrader_would():
+    """A variant that loops, segfaults or writes to stderr (Python or C level) gets the
+    outcome nbgrader would give it, and the solution run is untouched by all of them."""
+    from tests.notebooks.fastpath import Variant, run_fast_path
+
+    source = release.build_source_notebook("00_fixture", FIXTURE)
+    variants = [
+        Variant("hang", "add", "def add(a, b):\n    while True:\n        pass"),
+        Variant("segfault", "add", "import ctypes\ndef add(a, b):\n    return ctypes.string_at(0)"),
+        Variant("py_stderr", "add", "import sys\ndef add(a, b):\n    print('note', file=sys.stderr)\n    return a + b"),
+        Variant("c_stderr", "add", "import os\ndef add(a, b):\n    os.write(2, b'note')\n    return a + b"),
+        Variant("right", "add", "def add(a, b):\n    return a + b"),
+        Variant("seeded", "softmax", None, prelude="import numpy as np\nnp.random.seed(0)"),
+    ]
+    result = run_fast_path(source, variants, cell_timeout_s=5)
+    got = {k: (o.status, o.score, o.max) for k, o in result.variants.items()}
+    assert got["hang"] == ("timeout", 0.0, 2.0)
+    assert got["segfault"][:2] == ("died", 0.0) and "signal 11" in result.variants["segfault"].message
+    assert got["py_stderr"][:2] == ("fail", 0.0) and "stderr" in result.variants["py_stderr"].message
+    assert got["c_stderr"][:2] == ("fail", 0.0)
+    assert got["right"] == ("pass", 2.0, 2.0)
+    assert got["seeded"] == ("pass", 3.0, 3.0)  # code=None keeps the solution
+    assert {k: o.score for k, o in result.solution.items()} == {"add_test": 2.0, "softmax_test": 3.0}
+    assert result.errors == []
+
+
+def test_a_bad_manifest_is_refused_naming_the_file(tmp_path):
+    from tests.notebooks.manifest import load_manifest
+
+    (tmp_path / "unit.toml").write_text('device = "tpu"\n')
+    with pytest.raises(ValueError, match="unit.toml: device must be one of"):
+        load_manifest(tmp_path)
+    (tmp_path / "unit.toml").write_text("budget = 3\n")
+    with pytest.raises(ValueError, match="unknown keys \\['budget'\\]"):
+        load_manifest(tmp_path)
+    assert load_manifest(tmp_path / "missing").budget_s == 90.0

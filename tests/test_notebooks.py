@@ -2,9 +2,11 @@
 
 For every unit in solutions/ (and the pipeline's own fixture unit): (a) the solution autogrades to full points
 and runs without an error in any cell; (b) the unmodified release scores zero; (c) each stored wrong answer
-loses its exercise's points and only those; (d) no solution or hidden-test text reaches course/; (e) course/ is
-not stale; (f) every exercise has visible and hidden tests and a wrong answer. (a)-(c) share ONE nbgrader
-autograde run per unit; the checks themselves live in tests/notebooks/harness.py.
+loses its exercise's points (and, graded through nbgrader, only those); (d) no solution or hidden-test text
+reaches course/; (e) course/ is not stale; (f) every exercise has visible and hidden tests and a wrong answer;
+(g) no exercise's test reads state another exercise's cells made; (h) the fast path that grades most wrong
+answers scores exactly as nbgrader does. (a)-(c) and (h) share one nbgrader autograde run and one fast-path run
+per unit; the checks themselves live in tests/notebooks/harness.py.
 """
 from __future__ import annotations
 
@@ -74,19 +76,34 @@ def test_course_release_is_not_stale(name):
 
 @pytest.mark.parametrize("name", _unit_params())
 def test_solution_gets_full_points_and_runs_clean(name):
-    """(a) Also warns (never fails: the machine may be loaded) when the solution ran longer than 60 s."""
-    graded = harness.grade_unit(get_unit(name))
+    """(a) Also warns (never fails: the machine may be loaded) when the solution ran longer than its manifest's
+    `notebook_s`."""
+    unit = get_unit(name)
+    graded = harness.grade_unit(unit)
     _ok(name, harness.solution_problems(graded))
-    seconds = graded.seconds.get("solution", 0.0)
-    if seconds > harness.NOTEBOOK_TARGET_S:
-        warnings.warn(f"{name}: the solution notebook ran {seconds:.0f} s, over the {harness.NOTEBOOK_TARGET_S:.0f} s "
-                      "target (or the machine was loaded)", stacklevel=1)
+    seconds, target = graded.seconds.get("solution", 0.0), unit.manifest.notebook_s
+    if seconds > target:
+        warnings.warn(f"{name}: the solution notebook ran {seconds:.0f} s, over its {target:.0f} s target "
+                      "(solutions/<U>/unit.toml; or the machine was loaded)", stacklevel=1)
 
 
 @pytest.mark.parametrize("name", _unit_params())
 def test_unmodified_release_gets_zero(name):
     """(b)"""
     _ok(name, harness.release_problems(harness.grade_unit(get_unit(name))))
+
+
+@pytest.mark.parametrize("name", _unit_params())
+def test_exercises_are_independent(name):
+    """(g)"""
+    _ok(name, harness.dependence_problems(get_unit(name)))
+
+
+@pytest.mark.parametrize("name", _unit_params())
+def test_fast_path_scores_like_nbgrader(name):
+    """(h) On every wrong answer graded both ways (all of them for units with `full_grading = true`)."""
+    unit = get_unit(name)
+    _ok(name, harness.fast_path_problems(unit, harness.grade_unit(unit)))
 
 
 @pytest.mark.parametrize("name,student", _wrong_params())

@@ -815,6 +815,13 @@ def fuse_chain(graph: Graph) -> Kernel:
 
 
 # %% grade_id="fuse_test" points=3
+import infopt.codegen.lower_elementwise as _le
+
+
+def _off(*a, **k):
+    raise RuntimeError("write the loops yourself: infopt's elementwise lowering is switched off for this exercise")
+
+
 _FUSE_OPS = {"Add": 2, "Sub": 2, "Mul": 2, "Max": 2, "Min": 2, "Relu": 1, "Neg": 1}
 _saved_fuse = {n: getattr(_le, n) for n in ("fuse_elementwise_chain", "lower_program")}
 

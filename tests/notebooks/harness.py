@@ -1,5 +1,12 @@
-"""Grade a unit's solution, its unmodified release and every stored wrong answer in ONE nbgrader autograde run,
-and read what a test needs from the sources: exercises, visible/hidden test lines, secret lines.
+"""Grade a unit the way the notebook tests need, and read what a test needs from the sources: exercises,
+visible/hidden test lines, secret lines.
+
+Grading a unit is two runs. (1) ONE nbgrader autograde command for the solution, the unmodified release and the
+stored wrong answers the unit's manifest names (at least one; all of them for `full_grading` units): the real
+path, end to end. (2) The fast path (tests/notebooks/fastpath.py) for every stored wrong answer: the solution
+notebook runs once and each wrong answer is graded on its own exercise, forked from the notebook's state there.
+The wrong answers graded both ways prove the fast path equals nbgrader; the independence check
+(tests/notebooks/independence.py) proves the exercises may be graded alone.
 
 A unit here is (name, solutions dir, course dir), so the same code checks the real units and the fixture.
 """
@@ -16,12 +23,14 @@ import nbformat
 
 from autograder import nbgrader_course as nc
 from autograder import release
+from tests.notebooks.fastpath import FastResult, Variant, run_fast_path
+from tests.notebooks.independence import independence_problems
+from tests.notebooks.manifest import Manifest, load_manifest
 
-# One cell may run CELL_TIMEOUT_S; each notebook gets NOTEBOOK_BUDGET_S of wall time inside the one autograde
-# command (notebooks must run in < 60 s on an idle 2-core machine; the margin absorbs a loaded CI box).
+# One cell may run CELL_TIMEOUT_S. Each notebook gets a wall budget inside the one autograde command of
+# BUDGET_FACTOR x its manifest's `notebook_s` (the margin absorbs a loaded CI box).
 CELL_TIMEOUT_S = int(os.environ.get("INFOPT_CELL_TIMEOUT_S", 90))
-NOTEBOOK_BUDGET_S = float(os.environ.get("INFOPT_NOTEBOOK_BUDGET_S", 150))
-NOTEBOOK_TARGET_S = 60.0    # what a unit's notebook should take on an idle 2-core machine
+BUDGET_FACTOR = float(os.environ.get("INFOPT_NOTEBOOK_BUDGET_FACTOR", 2.5))
 STALL_S = 5.0               # an execute_reply this late after idle is the jupyter/nbclient#312 stall
 MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS")
 TRIVIAL = re.compile(r"^(#.*|pass|else:|try:|finally:|return|continue|break|[\])}]+,?|\"\"\"|'''|)$")
@@ -42,6 +51,23 @@ class Unit:
     @property
     def release_file(self) -> Path:
         return self.course / self.name / f"{self.name}.ipynb"
+
+    @property
+    def manifest(self) -> Manifest:
+        return load_manifest(self.solutions / self.name)
+
+    def nbgrader_students(self) -> list[str]:
+        """The stored wrong answers that also go through full nbgrader (the manifest's choice, else the first)."""
+        wrong = self.wrong_answers()
+        m = self.manifest
+        if m.full_grading:
+            return list(wrong)
+        chosen = [f"wrong_{w}" for w in m.nbgrader_wrong] or list(wrong)[:1]
+        unknown = [c for c in chosen if c not in wrong]
+        if unknown:
+            raise ValueError(f"{m.path}: nbgrader_wrong names {unknown}, which are not stored wrong answers "
+                             f"({sorted(wrong)})")
+        return chosen
 
     def wrong_answers(self) -> dict[str, tuple[str, Path]]:
         """{student id: (exercise grade_id, file)} for solutions/<U>/wrong/<ex>__<slug>.py."""
@@ -64,6 +90,8 @@ class Graded:
     seconds: dict[str, float] = field(default_factory=dict)     # student -> kernel execution time
     root: Path | None = None
     log: str = ""                                                # nbgrader's output (tail), for messages
+    fast: FastResult | None = None                               # the fast path's outcomes (every wrong answer)
+    fast_error: str = ""                                         # why the fast path failed, if it did
 
 
 def secret_and_public_lines(source_nb) -> tuple[set[str], set[str], set[str]]:
@@ -174,16 +202,19 @@ def grade_unit(unit: Unit) -> Graded:
 def _grade_unit(unit: Unit) -> Graded:
     source_nb = release.build_source_notebook(unit.name, unit.solutions)
     release_nb = nbformat.read(unit.release_file, as_version=4)
+    wrong = unit.wrong_answers()
     subs = {"solution": nc.make_submission(release_nb, source_nb), "release": release_nb}
-    for student, (ex, path) in unit.wrong_answers().items():
+    for student in unit.nbgrader_students():
+        ex, path = wrong[student]
         subs[student] = nc.make_submission(release_nb, source_nb, {ex: path.read_text()})
     root = Path(tempfile.mkdtemp(prefix=f"grade-{unit.name}-"))
-    nc.make_course_root(root, unit.name, source_nb, release.data_dir(unit.name, unit.solutions))
+    data_dir = release.data_dir(unit.name, unit.solutions)
+    nc.make_course_root(root, unit.name, source_nb, data_dir)
     nc.generate_assignment(root, unit.name)
     for student, nb in subs.items():
         nc.place_submission(root, unit.name, student, nb)
-    log = nc.autograde(root, unit.name, len(subs), cell_timeout_s=CELL_TIMEOUT_S,
-                       notebook_budget_s=NOTEBOOK_BUDGET_S)
+    budget = BUDGET_FACTOR * unit.manifest.notebook_s
+    log = nc.autograde(root, unit.name, len(subs), cell_timeout_s=CELL_TIMEOUT_S, notebook_budget_s=budget)
     graded = Graded(scores=nc.read_scores(root, unit.name), root=root, log=log[-3000:])
     for student in subs:
         try:
@@ -193,6 +224,13 @@ def _grade_unit(unit: Unit) -> Graded:
         graded.errors[student] = _cell_errors(nb)
         graded.stalls[student] = nc.stalled_cells(nb, STALL_S)
         graded.seconds[student] = _kernel_seconds(nb)
+    variants = [Variant(student, ex, path.read_text()) for student, (ex, path) in wrong.items()]
+    try:
+        graded.fast = run_fast_path(source_nb, variants, data_dir, cell_timeout_s=CELL_TIMEOUT_S,
+                                    budget_s=budget + 10 * len(variants) * CELL_TIMEOUT_S)
+        graded.seconds["fast path"] = graded.fast.seconds
+    except RuntimeError as err:
+        graded.fast_error = str(err)
     return graded
 
 
@@ -261,20 +299,63 @@ def release_problems(graded: Graded) -> list[str]:
 
 
 def wrong_answer_problems(unit: Unit, graded: Graded, student: str) -> list[str]:
-    """(c) A stored wrong answer must lose <ex>_test's points and keep every other test's."""
+    """(c) A stored wrong answer must lose <ex>_test's points; graded through nbgrader, it must also keep every
+    other test's points, and the fast path must have scored it the same."""
     ex, path = unit.wrong_answers()[student]
-    scores = graded.scores.get(student)
-    if not scores:
-        return [f"{path.name} was not graded; nbgrader said:\n{graded.log}"]
     target = f"{ex}_test"
-    if target not in scores:
-        return [f"{path.name} names exercise {ex!r} but there is no test cell {target!r}"]
     out = []
-    if scores[target][0] != 0:
-        out.append(f"the wrong answer {path.name} still earns {scores[target]} on {target}: make the tests catch it")
-    out += [f"the wrong answer {path.name} for {ex!r} also loses points on {gid}: {s} (exercises must not "
-            "depend on each other's student code)" for gid, s in scores.items() if gid != target and s[0] != s[1]]
+    if student in graded.scores or student in unit.nbgrader_students():
+        scores = graded.scores.get(student)
+        if not scores:
+            return [f"{path.name} was not graded; nbgrader said:\n{graded.log}"]
+        if target not in scores:
+            return [f"{path.name} names exercise {ex!r} but there is no test cell {target!r}"]
+        if scores[target][0] != 0:
+            out.append(f"the wrong answer {path.name} still earns {scores[target]} on {target}: make the tests catch it")
+        out += [f"the wrong answer {path.name} for {ex!r} also loses points on {gid}: {s} (exercises must not "
+                "depend on each other's student code)" for gid, s in scores.items() if gid != target and s[0] != s[1]]
+    if graded.fast is None:
+        return out + [f"the fast path did not run: {graded.fast_error}"]
+    got = graded.fast.variants.get(student)
+    if got is None:
+        return out + [f"the fast path did not grade {path.name}"]
+    if got.score != 0:
+        out.append(f"the wrong answer {path.name} still earns {got.score:g}/{got.max:g} on {target} (fast path): "
+                   "make the tests catch it")
     return out
+
+
+def fast_path_problems(unit: Unit, graded: Graded) -> list[str]:
+    """The fast path agrees with nbgrader: full marks for the solution on every test, and the same per-exercise
+    scores on every wrong answer graded both ways (the fast path leaves the other exercises at full marks, so
+    nbgrader must too)."""
+    if graded.fast is None:
+        return [f"the fast path did not run: {graded.fast_error}"]
+    out = [f"fast path: the solution lost points on {gid}: {o.score:g}/{o.max:g} ({o.message[:300]})"
+           for gid, o in graded.fast.solution.items() if o.score != o.max]
+    out += [f"fast path: a cell raised when run from the solutions: {e}" for e in graded.fast.errors]
+    nb_solution = graded.scores.get("solution", {})
+    missing = sorted(set(nb_solution) - set(graded.fast.solution))
+    out += [f"fast path: the solution run never reached test cell {gid}" for gid in missing]
+    wrong = unit.wrong_answers()
+    for student in unit.nbgrader_students():
+        theirs = graded.scores.get(student)
+        ours = graded.fast.variants.get(student)
+        if not theirs or ours is None:
+            out.append(f"{student}: not graded both ways (nbgrader: {bool(theirs)}, fast path: {ours is not None})")
+            continue
+        target = f"{wrong[student][0]}_test"
+        fast_scores = {gid: (ours.score if gid == target else m, m) for gid, (_, m) in theirs.items()}
+        diff = {gid: (theirs[gid], fast_scores[gid]) for gid in theirs if theirs[gid] != fast_scores[gid]}
+        if diff:
+            out.append(f"{student}: the fast path and nbgrader disagree (nbgrader, fast path): {diff}; fast path "
+                       f"said {ours.status}: {ours.message[:300]}")
+    return out
+
+
+def dependence_problems(unit: Unit) -> list[str]:
+    """Test cells that read state another exercise's cells made (see tests/notebooks/independence.py)."""
+    return independence_problems(release.build_source_notebook(unit.name, unit.solutions))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -289,8 +370,13 @@ def main(argv: list[str] | None = None) -> int:
     graded = grade_unit(unit)
     for student, scores in graded.scores.items():
         cells = "  ".join(f"{gid}={s:g}/{m:g}" for gid, (s, m) in scores.items())
-        print(f"{student:45s} {graded.seconds.get(student, 0):6.1f} s  {cells}")
+        print(f"nbgrader   {student:45s} {graded.seconds.get(student, 0):6.1f} s  {cells}")
+    if graded.fast is not None:
+        print(f"fast path  {'solution run':45s} {graded.fast.seconds:6.1f} s")
+        for student, o in graded.fast.variants.items():
+            print(f"fast path  {student:45s} {o.seconds:6.1f} s  {o.test}={o.score:g}/{o.max:g} {o.status}")
     problems = structure_problems(unit) + leaks(unit) + solution_problems(graded) + release_problems(graded)
+    problems += fast_path_problems(unit, graded) + dependence_problems(unit)
     problems += [p for s in unit.wrong_answers() for p in wrong_answer_problems(unit, graded, s)]
     stale = release.stale_reason(unit.name, unit.solutions, unit.course)
     problems += [f"course/ is stale: {stale}"] if stale else []

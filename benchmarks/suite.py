@@ -1,0 +1,87 @@
+"""Where `make test`'s time goes: the ten slowest tests and the seconds spent per unit, from the last run.
+
+    python benchmarks/suite.py [--json] [--durations build/test-durations.json]
+
+Reads the per-test durations that tests/conftest.py writes at the end of every pytest run. A test belongs to a
+unit when the unit's folder name (solutions/<U>) is in its id (the notebook and browser tests are parametrized by
+unit); the others are grouped by area, from their file name (tests/test_<area>_*.py). Each unit's seconds are
+set against the budget its manifest (solutions/<U>/unit.toml) gives it. Seconds are summed over both pytest
+workers, so they add up to about twice the wall time on 2 cores. This is a report, not a timed test.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from tests.notebooks.manifest import load_manifest  # noqa: E402
+
+
+def group_of(nodeid: str, units: list[str]) -> str:
+    """The unit a test belongs to (by its parameters), else its area (by its file name)."""
+    params = nodeid[nodeid.find("["):] if "[" in nodeid else ""
+    for unit in sorted(units, key=len, reverse=True):
+        if unit in params:
+            return unit
+    file = nodeid.split("::")[0]
+    m = re.match(r"tests/test_([a-z]+)", file)
+    return f"({m.group(1)})" if m else f"({Path(file).stem})"
+
+
+def summarize(doc: dict, units: list[str]) -> dict:
+    """The report as data: wall time, slowest tests, seconds and test counts per group, budgets of units."""
+    tests = doc["tests"]
+    groups: dict[str, dict] = {}
+    for nodeid, t in tests.items():
+        g = groups.setdefault(group_of(nodeid, units), {"tests": 0, "seconds": 0.0})
+        g["tests"] += 1
+        g["seconds"] += t["seconds"]
+    for unit in units:
+        if unit in groups:
+            groups[unit]["budget_s"] = load_manifest(REPO / "solutions" / unit).budget_s
+    slowest = sorted(tests.items(), key=lambda kv: -kv[1]["seconds"])[:10]
+    total = sum(t["seconds"] for t in tests.values())
+    return {"wall_s": doc.get("wall_s"), "test_seconds": round(total, 1), "tests": len(tests),
+            "failed": sorted(k for k, t in tests.items() if t["outcome"] == "failed"),
+            "slowest": [{"test": k, "seconds": round(t["seconds"], 1)} for k, t in slowest],
+            "groups": {k: dict(v, seconds=round(v["seconds"], 1)) for k, v in sorted(groups.items())}}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--durations", type=Path, default=REPO / "build" / "test-durations.json")
+    ap.add_argument("--json", action="store_true", help="print one JSON object instead of the tables")
+    args = ap.parse_args(argv)
+    if not args.durations.is_file():
+        print(f"{args.durations} does not exist: run `make test` (or any pytest run) first", file=sys.stderr)
+        return 2
+    units = sorted(p.name for p in (REPO / "solutions").iterdir() if (p / f"{p.name}.py").is_file())
+    units += ["00_fixture", "00_broken"]
+    report = summarize(json.loads(args.durations.read_text()), units)
+    if args.json:
+        print(json.dumps(report, indent=1))
+        return 0
+    wall = report["wall_s"]
+    print(f"{report['tests']} tests, {report['test_seconds']:.0f} test-seconds over the workers, "
+          f"wall time {wall:.0f} s ({wall / 60:.1f} min)" if wall else f"{report['tests']} tests")
+    print("\nten slowest tests")
+    for row in report["slowest"]:
+        print(f"  {row['seconds']:7.1f} s  {row['test']}")
+    print(f"\n{'group':28s} {'tests':>5s} {'seconds':>8s} {'budget':>7s}  share")
+    for name, g in sorted(report["groups"].items(), key=lambda kv: -kv[1]["seconds"]):
+        budget = f"{g['budget_s']:.0f}" if "budget_s" in g else ""
+        share = g["seconds"] / report["test_seconds"] if report["test_seconds"] else 0
+        over = "  over budget" if "budget_s" in g and g["seconds"] > g["budget_s"] else ""
+        print(f"{name:28s} {g['tests']:5d} {g['seconds']:8.1f} {budget:>7s}  {share:5.1%}{over}")
+    if report["failed"]:
+        print(f"\nfailed: {len(report['failed'])}: " + ", ".join(report["failed"][:10]))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
