@@ -101,3 +101,19 @@ def test_a_bad_manifest_is_refused_naming_the_file(tmp_path):
     with pytest.raises(ValueError, match="unknown keys \\['budget'\\]"):
         load_manifest(tmp_path)
     assert load_manifest(tmp_path / "missing").budget_s == 90.0
+
+
+def test_a_broken_rule_table_gets_each_flaw_reported(broken):
+    unit, graded = broken
+    text = "\n".join(harness.rule_problems(unit, graded))
+    assert "the text states a requirement no row covers: 'it must return an int.'" in text, text
+    assert "says 'even for negative numbers', which is not in the exercise's text" in text
+    assert "exercise 'free' has no [[rule]]" in text
+    assert "wrong answer 'double__off_by_one' belongs to 2 rules" in text
+    # double__square passes the too-weak hidden test, so the rule's check never caught it
+    assert "its wrong answer double__square still earns 1" in text
+
+
+def test_the_fixture_rule_table_passes(tmp_path):
+    unit = Unit("00_fixture", FIXTURE, tmp_path)
+    assert harness.rule_problems(unit) == []

@@ -7,7 +7,8 @@ the solution cell, then every code cell after it up to and including the exercis
 notebook would run them, and reports how that test cell scored; the parent carries on with the solution.
 
 A variant therefore costs the cells between its exercise and its test, not the notebook, and a variant that hangs,
-crashes or corrupts memory takes only its own child with it. The state a test sees is the state at its own place
+crashes or corrupts memory takes only its own child with it. Grading a variant under many grading seeds forks
+again at its test cell, once per seed. The state a test sees is the state at its own place
 in the notebook, as under nbgrader. Scoring follows nbgrader's rule for a test cell: an error or any output on
 stderr (Python- or C-level) scores 0, a numeric result is partial credit, anything else is full marks.
 
@@ -28,19 +29,21 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-CHILD_PARALLELISM = 2      # children run at once (the machines have 2 cores)
 MESSAGE_CAP = 2000
 
 
 @dataclass
 class Variant:
     """One thing to grade: `code` replaces exercise `exercise`'s solution cell (None keeps the solution);
-    `prelude` runs first, unscored (a grading seed, a forbidden-name guard)."""
+    `prelude` runs first, unscored. With `seeds`, the test is graded once per grading seed (INFOPT_GRADING_SEED),
+    each in its own fork, and the outcomes are named "<id>@seed<n>"; the visible part of the test runs once when
+    it can, since it draws no grading randomness."""
 
     id: str
     exercise: str
     code: str | None = None
     prelude: str = ""
+    seeds: tuple[int, ...] = ()
 
 
 @dataclass
@@ -226,57 +229,32 @@ def _after_fork() -> None:
         torch.set_num_threads(1)   # torch's intra-op pool hangs in a forked child otherwise
 
 
-def _child(shell, cells: list[dict], start: int, variant: dict, timeout_s: float, write_fd: int) -> None:
-    """In the forked child: run the variant in place of cell `start`, then the cells up to its exercise's test."""
-    _after_fork()
-    test_id = f"{variant['exercise']}_test"
-    outcome = {"test": test_id, "score": 0.0, "max": 0.0, "status": "fail", "message": "test cell not reached"}
-    began = time.monotonic()
-    try:
-        if variant.get("prelude"):
-            _run_cell(shell, variant["prelude"], timeout_s)
-        code = variant["code"] if variant.get("code") is not None else cells[start]["source"]
-        _run_cell(shell, code, timeout_s)
-        for cell in cells[start + 1:]:
-            if cell["kind"] != "code" or not cell["source"].strip():
-                continue
-            ran = _run_cell(shell, cell["source"], timeout_s)
-            if cell["grade_id"] == test_id:
-                outcome = _score(cell, ran)
-                break
-        else:
-            outcome["message"] = f"no test cell {test_id!r} after the exercise's solution cell"
-    except BaseException as err:  # noqa: BLE001 (whatever happens, the parent gets an answer)
-        outcome["message"] = f"the fast path failed in the child: {type(err).__name__}: {err}"
-    outcome["seconds"] = round(time.monotonic() - began, 3)
-    os.write(write_fd, json.dumps(outcome).encode())
-    os.close(write_fd)
-    os._exit(0)
-
-
-def _spawn(shell, cells, start, variant, timeout_s):
+def _forked(task, budget_s: float) -> dict:
+    """Run `task()` (returning a JSON-able dict) in a forked child; its dict, or {'died'|'timeout': text}."""
     read_fd, write_fd = os.pipe()
     pid = os.fork()
     if pid == 0:
         os.close(read_fd)
-        _child(shell, cells, start, variant, timeout_s, write_fd)
+        _after_fork()
+        try:
+            out = task()
+        except BaseException as err:  # noqa: BLE001 (whatever happens, the parent gets an answer)
+            out = {"harness_error": f"{type(err).__name__}: {err}"}
+        os.write(write_fd, json.dumps(out).encode())
+        os.close(write_fd)
+        os._exit(0)
     os.close(write_fd)
-    return pid, read_fd, time.monotonic()
+    return _reap(pid, read_fd, time.monotonic(), budget_s)
 
 
-def _reap(pid: int, read_fd: int, started: float, variant: dict, budget_s: float, cells: list[dict]) -> dict:
-    """Wait for one child (killing it past `budget_s`) and turn what it sent, or how it died, into an outcome."""
-    test_id = f"{variant['exercise']}_test"
-    top = next(c["points"] for c in cells if c["grade_id"] == test_id)
+def _reap(pid: int, read_fd: int, started: float, budget_s: float) -> dict:
+    """Wait for one child (killing it past `budget_s`), reading what it sends; say how it ended if it sent nothing."""
     chunks = []
     os.set_blocking(read_fd, False)
     status = None
     while status is None:
         try:
-            while True:
-                piece = os.read(read_fd, 65536)
-                if not piece:
-                    break
+            while piece := os.read(read_fd, 65536):
                 chunks.append(piece)
         except BlockingIOError:
             pass
@@ -287,24 +265,110 @@ def _reap(pid: int, read_fd: int, started: float, variant: dict, budget_s: float
             os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
             os.close(read_fd)
-            return {"test": test_id, "score": 0.0, "max": top, "status": "timeout",
-                    "message": f"the variant ran past {budget_s:.0f} s", "seconds": round(budget_s, 3)}
+            return {"timeout": f"the variant ran past {budget_s:.0f} s"}
         else:
             time.sleep(0.005)
     os.set_blocking(read_fd, True)
-    rest = os.read(read_fd, 1 << 20)
-    while rest:
+    while rest := os.read(read_fd, 1 << 20):
         chunks.append(rest)
-        rest = os.read(read_fd, 1 << 20)
     os.close(read_fd)
     raw = b"".join(chunks)
     if raw:
-        out = json.loads(raw)
-        out["max"] = top
-        return out
-    how = (f"signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status) else f"exit code {os.WEXITSTATUS(status)}")
-    return {"test": test_id, "score": 0.0, "max": top, "status": "died",
-            "message": f"the kernel died ({how})", "seconds": round(time.monotonic() - started, 3)}
+        return json.loads(raw)
+    how = f"signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status) else f"exit code {os.WEXITSTATUS(status)}"
+    return {"died": f"the kernel died ({how})"}
+
+
+def _split_test(source: str) -> tuple[str, str] | None:
+    """(visible part, hidden part) of a test cell when each runs alone and the visible part draws no grading
+    randomness: then a wrong answer the visible tests reject is rejected under every seed, and only the hidden
+    part needs one run per seed."""
+    marker = "### BEGIN HIDDEN TESTS"
+    if marker not in source:
+        return None
+    at = source.index(marker)
+    visible, hidden = source[:at], source[at:]
+    if "grading_rng" in visible or "default_rng()" in visible:
+        return None
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    try:
+        for part in (visible, hidden):
+            compile(TransformerManager().transform_cell(part), "<test>", "exec")
+    except SyntaxError:
+        return None
+    return visible, hidden
+
+
+def _merge(first: dict, then: dict) -> dict:
+    """One cell's outcome from two parts run one after the other."""
+    return {"error": then["error"], "stderr": first["stderr"] + then["stderr"], "timeout": then["timeout"],
+            "result": then["result"], "seconds": first["seconds"] + then["seconds"]}
+
+
+def _seed_code(seed: int) -> str:
+    return f"import os as _os\n_os.environ['INFOPT_GRADING_SEED'] = '{seed}'\ndel _os"
+
+
+def _grade_test(shell, cell: dict, seeds: list[int], timeout_s: float) -> dict:
+    """{seed or 0: outcome} of one test cell: once (no seeds), or once per seed, each in its own fork."""
+    if not seeds:
+        return {0: _score(cell, _run_cell(shell, cell["source"], timeout_s))}
+    split = _split_test(cell["source"])
+    first = None
+    if split is not None:
+        first = _run_cell(shell, split[0], timeout_s)
+        if first["error"] or first["timeout"]:
+            return {seed: _score(cell, first) for seed in seeds}
+    out = {}
+    for seed in seeds:
+        def task(seed=seed):
+            _run_cell(shell, _seed_code(seed), timeout_s)
+            if split is None:
+                return _score(cell, _run_cell(shell, cell["source"], timeout_s))
+            return _score(cell, _merge(first, _run_cell(shell, split[1], timeout_s)))
+        out[seed] = _outcome(_forked(task, 2 * timeout_s), cell)
+    return out
+
+
+def _outcome(reply: dict, cell: dict) -> dict:
+    """A child's reply as an outcome: its score, or a zero saying it hung, died or broke the harness."""
+    top, test = cell["points"], cell["grade_id"]
+    for status in ("timeout", "died"):
+        if status in reply:
+            return {"test": test, "score": 0.0, "max": top, "status": status, "message": reply[status]}
+    if "harness_error" in reply:
+        return {"test": test, "score": 0.0, "max": top, "status": "fail",
+                "message": "the fast path failed in the child: " + reply["harness_error"]}
+    return reply
+
+
+def _variant_task(shell, cells: list[dict], start: int, variant: dict, timeout_s: float):
+    """The child's work for one variant: its code in place of cell `start`, the cells up to its exercise's test,
+    then the test (per seed). Returns {outcome id: outcome}."""
+    test_id = f"{variant['exercise']}_test"
+    seeds = list(variant.get("seeds") or [])
+
+    def task() -> dict:
+        began = time.monotonic()
+        if variant.get("prelude"):
+            _run_cell(shell, variant["prelude"], timeout_s)
+        code = variant["code"] if variant.get("code") is not None else cells[start]["source"]
+        _run_cell(shell, code, timeout_s)
+        for cell in cells[start + 1:]:
+            if cell["kind"] != "code" or not cell["source"].strip():
+                continue
+            if cell["grade_id"] == test_id:
+                graded = _grade_test(shell, cell, seeds, timeout_s)
+                spent = round(time.monotonic() - began, 3)
+                return {_variant_id(variant, seed): dict(o, seconds=spent) for seed, o in graded.items()}
+            _run_cell(shell, cell["source"], timeout_s)
+        return {"harness_error": f"no test cell {test_id!r} after the exercise's solution cell"}
+    return task
+
+
+def _variant_id(variant: dict, seed: int) -> str:
+    return f"{variant['id']}@seed{seed}" if seed else variant["id"]
 
 
 def worker(job_path: Path, out_path: Path) -> None:
@@ -328,13 +392,18 @@ def worker(job_path: Path, out_path: Path) -> None:
         # children of this exercise may need as long as the cells up to its test: budget them generously
         budget = timeout_s * (1 + sum(1 for c in cells[index:] if c["kind"] == "code"
                                       and c["grade_id"] != f"{cell['grade_id']}_test"))
-        running: list[tuple] = []
-        while pending or running:
-            while pending and len(running) < CHILD_PARALLELISM:
-                variant = pending.pop(0)
-                running.append((variant, *_spawn(shell, cells, index, variant, timeout_s)))
-            variant, pid, read_fd, started = running.pop(0)
-            result["variants"][variant["id"]] = _reap(pid, read_fd, started, variant, budget, cells)
+        for variant in pending:
+            reply = _forked(_variant_task(shell, cells, index, variant, timeout_s),
+                            budget * (1 + len(variant.get("seeds") or [])))
+            test_cell = next(c for c in cells if c["grade_id"] == f"{variant['exercise']}_test")
+            ids = [_variant_id(variant, seed) for seed in (variant.get("seeds") or [0])]
+            if set(ids) <= set(reply):
+                for vid in ids:
+                    result["variants"][vid] = reply[vid]
+            else:
+                failed = _outcome(reply, test_cell)
+                for vid in ids:
+                    result["variants"][vid] = dict(failed, seconds=0.0)
         ran = _run_cell(shell, cell["source"], timeout_s)
         if ran["error"]:
             result["errors"].append(f"{cell['grade_id'] or f'cell {index}'}: {ran['error'][:MESSAGE_CAP]}")

@@ -26,11 +26,13 @@ from autograder import release
 from tests.notebooks.fastpath import FastResult, Variant, run_fast_path
 from tests.notebooks.independence import independence_problems
 from tests.notebooks.manifest import Manifest, load_manifest
+from tests.notebooks.rules import caught_problems, load_rules, table_problems
 
 # One cell may run CELL_TIMEOUT_S. Each notebook gets a wall budget inside the one autograde command of
 # BUDGET_FACTOR x its manifest's `notebook_s` (the margin absorbs a loaded CI box).
 CELL_TIMEOUT_S = int(os.environ.get("INFOPT_CELL_TIMEOUT_S", 90))
 BUDGET_FACTOR = float(os.environ.get("INFOPT_NOTEBOOK_BUDGET_FACTOR", 2.5))
+SEEDS = int(os.environ.get("INFOPT_GRADING_SEEDS", 20))   # every wrong answer is graded under this many seeds
 STALL_S = 5.0               # an execute_reply this late after idle is the jupyter/nbclient#312 stall
 MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS")
 TRIVIAL = re.compile(r"^(#.*|pass|else:|try:|finally:|return|continue|break|[\])}]+,?|\"\"\"|'''|)$")
@@ -199,6 +201,16 @@ def grade_unit(unit: Unit) -> Graded:
     return result
 
 
+def seeded(student: str, seed: int) -> str:
+    """The fast-path variant id of a wrong answer graded under one grading seed."""
+    return f"{student}@seed{seed}"
+
+
+def fast_outcome(graded: Graded, student: str, seed: int = 1):
+    """The fast path's outcome for a wrong answer under one seed (seed 1 stands for "the" fast-path grade)."""
+    return None if graded.fast is None else graded.fast.variants.get(seeded(student, seed))
+
+
 def _grade_unit(unit: Unit) -> Graded:
     source_nb = release.build_source_notebook(unit.name, unit.solutions)
     release_nb = nbformat.read(unit.release_file, as_version=4)
@@ -224,7 +236,8 @@ def _grade_unit(unit: Unit) -> Graded:
         graded.errors[student] = _cell_errors(nb)
         graded.stalls[student] = nc.stalled_cells(nb, STALL_S)
         graded.seconds[student] = _kernel_seconds(nb)
-    variants = [Variant(student, ex, path.read_text()) for student, (ex, path) in wrong.items()]
+    variants = [Variant(student, ex, path.read_text(), seeds=tuple(range(1, SEEDS + 1)))
+                for student, (ex, path) in wrong.items()]
     try:
         graded.fast = run_fast_path(source_nb, variants, data_dir, cell_timeout_s=CELL_TIMEOUT_S,
                                     budget_s=budget + 10 * len(variants) * CELL_TIMEOUT_S)
@@ -316,7 +329,7 @@ def wrong_answer_problems(unit: Unit, graded: Graded, student: str) -> list[str]
                 "depend on each other's student code)" for gid, s in scores.items() if gid != target and s[0] != s[1]]
     if graded.fast is None:
         return out + [f"the fast path did not run: {graded.fast_error}"]
-    got = graded.fast.variants.get(student)
+    got = fast_outcome(graded, student)
     if got is None:
         return out + [f"the fast path did not grade {path.name}"]
     if got.score != 0:
@@ -340,7 +353,7 @@ def fast_path_problems(unit: Unit, graded: Graded) -> list[str]:
     wrong = unit.wrong_answers()
     for student in unit.nbgrader_students():
         theirs = graded.scores.get(student)
-        ours = graded.fast.variants.get(student)
+        ours = fast_outcome(graded, student)
         if not theirs or ours is None:
             out.append(f"{student}: not graded both ways (nbgrader: {bool(theirs)}, fast path: {ours is not None})")
             continue
@@ -350,6 +363,38 @@ def fast_path_problems(unit: Unit, graded: Graded) -> list[str]:
         if diff:
             out.append(f"{student}: the fast path and nbgrader disagree (nbgrader, fast path): {diff}; fast path "
                        f"said {ours.status}: {ours.message[:300]}")
+    return out
+
+
+def seed_problems(unit: Unit, graded: Graded) -> list[str]:
+    """Every stored wrong answer is rejected under every one of the SEEDS grading seeds, not most of them."""
+    if graded.fast is None:
+        return [f"the fast path did not run: {graded.fast_error}"]
+    out = []
+    for student, (ex, path) in unit.wrong_answers().items():
+        outcomes = {seed: fast_outcome(graded, student, seed) for seed in range(1, SEEDS + 1)}
+        passed = sorted(seed for seed, o in outcomes.items() if o is None or o.score != 0)
+        if passed:
+            out.append(f"{path.name} earns points on {ex}_test under {len(passed)} of {SEEDS} grading seeds "
+                       f"(INFOPT_GRADING_SEED={passed[:8]}): a wrong answer must fail every grading, so build the "
+                       "case it gets wrong into the hidden tests instead of leaving it to chance")
+    return out
+
+
+def rule_problems(unit: Unit, graded: Graded | None = None) -> list[str]:
+    """The unit's rule table covers its exercises' text, and each rule's wrong answer is caught by that rule's check
+    (see tests/notebooks/rules.py). Without `graded`, only the table itself is checked."""
+    source_nb = release.build_source_notebook(unit.name, unit.solutions)
+    table = load_rules(unit.solutions / unit.name)
+    stems = {student.removeprefix("wrong_"): ex for student, (ex, _) in unit.wrong_answers().items()}
+    out = table_problems(table, source_nb, stems, unit.name)
+    if graded is not None and graded.fast is not None:
+        messages = {}
+        for student in unit.wrong_answers():
+            o = fast_outcome(graded, student)
+            if o is not None:
+                messages[student.removeprefix("wrong_")] = (o.score, o.message)
+        out += caught_problems(table, messages)
     return out
 
 
@@ -372,11 +417,14 @@ def main(argv: list[str] | None = None) -> int:
         cells = "  ".join(f"{gid}={s:g}/{m:g}" for gid, (s, m) in scores.items())
         print(f"nbgrader   {student:45s} {graded.seconds.get(student, 0):6.1f} s  {cells}")
     if graded.fast is not None:
-        print(f"fast path  {'solution run':45s} {graded.fast.seconds:6.1f} s")
-        for student, o in graded.fast.variants.items():
-            print(f"fast path  {student:45s} {o.seconds:6.1f} s  {o.test}={o.score:g}/{o.max:g} {o.status}")
+        print(f"fast path  {'solution run':45s} {graded.fast.seconds:6.1f} s  ({len(graded.fast.variants)} variants)")
+        for student in unit.wrong_answers():
+            o = fast_outcome(graded, student)
+            if o is not None:
+                print(f"fast path  {student:45s} {o.seconds:6.1f} s  {o.test}={o.score:g}/{o.max:g} {o.status}")
     problems = structure_problems(unit) + leaks(unit) + solution_problems(graded) + release_problems(graded)
-    problems += fast_path_problems(unit, graded) + dependence_problems(unit)
+    problems += fast_path_problems(unit, graded) + dependence_problems(unit) + seed_problems(unit, graded)
+    problems += rule_problems(unit, graded)
     problems += [p for s in unit.wrong_answers() for p in wrong_answer_problems(unit, graded, s)]
     stale = release.stale_reason(unit.name, unit.solutions, unit.course)
     problems += [f"course/ is stale: {stale}"] if stale else []

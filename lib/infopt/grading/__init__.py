@@ -4,9 +4,12 @@ Depends on numpy only, so the grader can trust it. A wrong answer raises Grading
 a mistake in the checking code itself raises HarnessError, so the two are never confused.
 """
 from .arrays import check_array, check_close
+from .cases import SEED_ENV, call_student, case, grading_rng, grading_seed
 from .checks import check_raises, check_true
 from .errors import GradingError, HarnessError, is_harness_error
+from .forbid import ForbiddenCall, forbid, forbidding
 from .structural import check_equal
 
-__all__ = ["GradingError", "HarnessError", "is_harness_error", "check_array", "check_close", "check_equal",
-           "check_true", "check_raises"]
+__all__ = ["ForbiddenCall", "GradingError", "HarnessError", "SEED_ENV", "call_student", "case", "check_array",
+           "check_close", "check_equal", "check_raises", "check_true", "forbid", "forbidding", "grading_rng",
+           "grading_seed", "is_harness_error"]

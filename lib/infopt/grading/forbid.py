@@ -1,0 +1,130 @@
+"""Names an exercise must not call: while the student's function runs, the library's own answer (or the simulator
+a prediction must not run) raises a message that says what the exercise asks for.
+
+    solve = forbidding(eliminate_dead_code, "infopt.passes.dce:DeadCodeElimination", exercise="DCE")
+    out = solve(graph)          # raises ForbiddenCall if eliminate_dead_code used DeadCodeElimination
+
+A target is "module:attribute" (e.g. "infopt.accel.executor:Accelerator.run" for a method). While the guard is
+on, every reference to the target's object that the student's code could reach is replaced by a tripwire: the
+attribute itself, every infopt module that re-exports the same object (infopt.passes and infopt.passes.dce both
+hold DeadCodeElimination), and every global of the student's function (and of the
+notebook's namespace) bound to it, so `from infopt.passes import DeadCodeElimination` done earlier does not get
+around it. The test's own reference code runs outside the guard and sees the real object.
+"""
+from __future__ import annotations
+
+import functools
+import importlib
+import sys
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
+
+from .errors import GradingError, HarnessError
+
+
+class ForbiddenCall(GradingError):
+    """The student's code called something the exercise asks them to write (or not to run) themselves."""
+
+
+def _resolve(target: str) -> tuple[Any, str, Any]:
+    """(owner, attribute, object) for "module:attr" or "module:Class.attr"."""
+    module_name, sep, path = target.partition(":")
+    if not sep or not path:
+        raise HarnessError(f"forbidden target {target!r} must be 'module:attribute'")
+    try:
+        owner: Any = importlib.import_module(module_name)
+    except ImportError as err:
+        raise HarnessError(f"forbidden target {target!r}: cannot import {module_name} ({err})") from None
+    *parents, attr = path.split(".")
+    for part in parents:
+        owner = getattr(owner, part)
+    if not hasattr(owner, attr):
+        raise HarnessError(f"forbidden target {target!r}: {owner!r} has no attribute {attr!r}")
+    return owner, attr, getattr(owner, attr)
+
+
+def _tripwire(target: str, original: Any, exercise: str, why: str) -> Any:
+    """A stand-in for `original` that raises ForbiddenCall when called, instantiated or its attributes read."""
+    message = (f"this exercise asks you to write {exercise} yourself; your code called {target.replace(':', '.')}"
+               + (f" ({why})" if why else ""))
+
+    class Tripwire:
+        __name__ = getattr(original, "__name__", "tripwire")
+        __qualname__ = __name__
+
+        def __call__(self, *args: Any, **kwargs: Any) -> Any:
+            raise ForbiddenCall(message)
+
+        def __getattr__(self, name: str) -> Any:
+            raise ForbiddenCall(message)
+
+        def __get__(self, obj: Any, objtype: Any = None) -> "Tripwire":  # as a method, it trips when called
+            return self
+
+        def __repr__(self) -> str:
+            return f"<forbidden in this exercise: {target}>"
+
+    return Tripwire()
+
+
+@contextmanager
+def forbid(*targets: str, exercise: str, why: str = "", namespaces: tuple[dict, ...] = (),
+           closures: tuple[Any, ...] = ()) -> Iterator[None]:
+    """While inside, each target (and every alias of it in infopt's modules, in `namespaces` and in the closure
+    cells `closures`) raises ForbiddenCall."""
+    if not targets:
+        raise HarnessError("forbid() needs at least one 'module:attribute' target")
+    patches: list[tuple[Any, str, Any]] = []   # (owner, attribute or dict key, original value)
+    try:
+        for target in targets:
+            owner, attr, original = _resolve(target)
+            wire = _tripwire(target, original, exercise, why)
+            patches.append((owner, attr, original))
+            setattr(owner, attr, wire)
+            for name, module in list(sys.modules.items()):
+                md = getattr(module, "__dict__", None)
+                if md is None or module is owner or not (name == "infopt" or name.startswith("infopt.")):
+                    continue
+                for key, value in list(md.items()):
+                    if value is original:
+                        patches.append((md, key, original))
+                        md[key] = wire
+            for ns in namespaces:
+                for key, value in list(ns.items()):
+                    if value is original:
+                        patches.append((ns, key, original))
+                        ns[key] = wire
+            for cell in closures:
+                if cell.cell_contents is original:
+                    patches.append((cell, "cell_contents", original))
+                    cell.cell_contents = wire
+        yield
+    finally:
+        for owner, key, original in reversed(patches):
+            if isinstance(owner, dict):
+                owner[key] = original
+            else:
+                setattr(owner, key, original)
+
+
+def _has_contents(cell: Any) -> bool:
+    try:
+        cell.cell_contents
+    except ValueError:  # an empty cell (a name assigned later in the enclosing function)
+        return False
+    return True
+
+
+def forbidding(fn: Callable[..., Any], *targets: str, exercise: str, why: str = "") -> Callable[..., Any]:
+    """`fn` wrapped so that each call runs under forbid(*targets): what a hidden test calls instead of `fn`."""
+    if not callable(fn):
+        raise GradingError(f"expected a function, got {type(fn).__name__}")
+    namespaces = tuple(ns for ns in (getattr(fn, "__globals__", None),) if isinstance(ns, dict))
+    closures = tuple(c for c in (getattr(fn, "__closure__", None) or ()) if _has_contents(c))
+
+    @functools.wraps(fn)
+    def guarded(*args: Any, **kwargs: Any) -> Any:
+        with forbid(*targets, exercise=exercise, why=why, namespaces=namespaces, closures=closures):
+            return fn(*args, **kwargs)
+
+    return guarded
