@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from infopt.codegen import Assign, Buffer, Kernel, KernelError, Store, Var, cmp, If, loop, maximum, verify_kernel
-from infopt.codegen.rewrite import assigned_scalars, find_loop, map_loops, substitute_stmt
+from infopt.codegen.walk import assigned_scalars, find_loop, map_loops, substitute_stmt
 
 
 def _matvec(n=8, m=5):
