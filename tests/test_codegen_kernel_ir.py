@@ -1,8 +1,7 @@
 """Kernel IR: construction, printing, verification errors that name the statement, rewrites."""
-import numpy as np
 import pytest
 
-from infopt.codegen import Assign, Buffer, Kernel, KernelError, Store, Var, cmp, If, loop, maximum, verify_kernel
+from infopt.codegen import Assign, Buffer, If, Kernel, KernelError, Store, Var, cmp, loop, verify_kernel
 from infopt.codegen.walk import assigned_scalars, find_loop, map_loops, substitute_stmt
 
 

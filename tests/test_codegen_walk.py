@@ -119,3 +119,12 @@ def test_replace_loop_and_loop_path_and_map_body():
     with pytest.raises(KernelError, match="no loop over 'q'"):
         replace_loop(k, "q", lambda lp: lp)
     np.testing.assert_equal(verify_kernel(k2).name, "copy")
+
+
+def test_an_identity_map_over_a_body_keeps_every_node():
+    X, Y = Buffer("X", (4, 5)), Buffer("Y", (4, 5), role="out")
+    i, j = Var("i"), Var("j")
+    body = (loop(i, 4, body=[loop(j, 5, body=Store(Y, (i, j), X[i, j])),
+                             If(cmp("<", i, 2), [Store(Y, (i, 0), 1.0)])]),)
+    out = map_body(body, stmt_fn=lambda s: s, expr_fn=lambda e: e)
+    assert out[0] is body[0]

@@ -87,11 +87,13 @@ class LLVMEmitter:
 
     # ----- expressions --------------------------------------------------------------------------
     def intrinsic(self, name: str, dtype: str, nargs: int):
+        """The declaration of LLVM intrinsic ``name`` overloaded on ``dtype``, taking ``nargs`` arguments."""
         ir = self.ir
         t = llvm_type(dtype)
         return self.module.declare_intrinsic(name, [t], ir.FunctionType(t, [t] * nargs))
 
     def libm(self, name: str, dtype: str):
+        """The declaration of libm's ``name`` (``namef`` for f32), for functions LLVM has no intrinsic for."""
         ir = self.ir
         t = llvm_type(dtype)
         fname = name + ("f" if dtype == "f32" else "")
@@ -157,6 +159,7 @@ class LLVMEmitter:
         b.position_at_end(cont)
 
     def expr(self, e: Expr) -> Any:
+        """The LLVM value of an expression, emitted at the builder's position."""
         ir, b = self.ir, self.b
         if isinstance(e, Const):
             return ir.Constant(llvm_type(e.dtype), e.value)
@@ -212,6 +215,7 @@ class LLVMEmitter:
         raise KernelError(f"kernel {self.k.name}: cannot emit expression {e!r}")
 
     def cast(self, v, src: str, dst: str):
+        """``v`` converted from kernel dtype ``src`` to ``dst`` (C semantics: float->int truncates)."""
         b, t = self.b, llvm_type(dst)
         if src == dst:
             return v
@@ -230,6 +234,7 @@ class LLVMEmitter:
 
     # ----- statements ---------------------------------------------------------------------------
     def stmt(self, s: Stmt) -> None:
+        """Emit one statement."""
         b = self.b
         if isinstance(s, Store):
             ptr = self.index(s.buffer, s.indices, self.access_key(None))
@@ -261,6 +266,7 @@ class LLVMEmitter:
             self.path.pop()
 
     def loop(self, s: Loop, lo=None, hi=None) -> None:
+        """Emit a loop (header/body/latch blocks, a phi for its variable); ``lo``/``hi`` override its bounds."""
         ir, b = self.ir, self.b
         i64 = ir.IntType(64)
         name = s.var.name

@@ -44,6 +44,7 @@ class _Form:
     const: int = 0
 
     def plus(self, o: "_Form", c: int = 1) -> "_Form":
+        """self + c * o."""
         out = dict(self.coef)
         for k, v in o.coef.items():
             out[k] = out.get(k, 0) + c * v
@@ -52,6 +53,7 @@ class _Form:
         return _Form(out, self.const + c * o.const)
 
     def key(self) -> tuple:
+        """The variable part as a hashable key (for the memo)."""
         return tuple(sorted(((k if isinstance(k, str) else "@" + repr(k.expr)), v) for k, v in self.coef.items()))
 
 
@@ -120,6 +122,7 @@ class LoopNest:
 
     # expressions -> lattices
     def lattice(self, e: Expr):
+        """``e`` as min/max of affine forms in this nest's loop variables, non-affine pieces kept as atoms."""
         if isinstance(e, Const) and e.dtype in INT_DTYPES:
             return _const(e.value)
         if isinstance(e, Var) and e.name in self.depth:

@@ -89,12 +89,17 @@ def map_body(body: Body, stmt_fn: Callable[[Stmt], Stmt | Body] | None = None,
     out: list[Stmt] = []
     for s in body:
         exprs = tuple(map_expr(x, expr_fn) for x in s.exprs) if expr_fn is not None else None
-        bodies = tuple(map_body(b, stmt_fn, expr_fn) for b in s.bodies)
+        bodies = tuple(_same_or(b, map_body(b, stmt_fn, expr_fn)) for b in s.bodies)
         new = s.rebuild(exprs, bodies)
         if stmt_fn is not None:
             new = stmt_fn(new)
         out.extend(new if isinstance(new, tuple) else (new,))
     return tuple(out)
+
+
+def _same_or(old: Body, new: Body) -> Body:
+    """``old`` itself when ``new`` holds the very same statements (so unchanged nodes stay the same objects)."""
+    return old if len(old) == len(new) and all(a is b for a, b in zip(old, new)) else new
 
 
 def map_stmt(s: Stmt, expr_fn: Callable[[Expr], Expr]) -> Stmt:
