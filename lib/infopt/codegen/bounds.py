@@ -69,12 +69,16 @@ class BoundsReport:
         return list(self.unproven.values())
 
     @property
+    def index_slots(self) -> int:
+        """Slots for index values in the report a checked kernel writes (the largest rank among checked accesses)."""
+        return max((len(s.indices) for s in self.unproven.values()), default=0)
+
+    @property
     def record_size(self) -> int:
         """int64 slots of the report a checked kernel writes: site id + 1, then indices, then loop values."""
-        sites = self.checked_sites
-        if not sites:
+        if not self.unproven:
             return 0
-        return 1 + max(len(s.indices) for s in sites) + max(len(s.loop_vars) for s in sites)
+        return 1 + self.index_slots + max(len(s.loop_vars) for s in self.unproven.values())
 
     def error(self) -> OutOfBoundsError | None:
         """The first violation as the error ``verify_kernel`` raises, or None."""
@@ -87,10 +91,8 @@ class BoundsReport:
     def runtime_error(self, record: Sequence[int]) -> OutOfBoundsError:
         """The error for a report written by a checked kernel that stopped at an out-of-bounds access."""
         site = self.checked_sites[int(record[0]) - 1]
-        r = len(site.indices)
-        values = tuple(int(v) for v in record[1:1 + r])
-        width = max(len(s.indices) for s in self.checked_sites)
-        loops = {n: int(v) for n, v in zip(site.loop_vars, record[1 + width:])}
+        values = tuple(int(v) for v in record[1:1 + len(site.indices)])
+        loops = {n: int(v) for n, v in zip(site.loop_vars, record[1 + self.index_slots:])}
         msg = (f"kernel {self.kernel.name}, statement `{site.stmt.head}`: {oob_message(site.buffer, site.indices, values, loops)} "
                "(the access could not be proven in bounds before compiling, so it ran with a bounds check, which stopped "
                "the kernel before it touched memory outside the buffer)")

@@ -61,8 +61,9 @@ class LLVMEmitter:
         self.module = ir.Module(name=kernel.name)
         self.loop_mds: list[_LoopMD] = []
         self.par = parallel_loop(kernel)
-        self.report = report
-        self.checked = {site.key: n for n, site in enumerate(report.checked_sites, 1)}
+        self.sites = report.checked_sites
+        self.index_slots = report.index_slots
+        self.checked = {site.key: n for n, site in enumerate(self.sites, 1)}
         self.path: list[int] = []
         argtys = [ir.PointerType(llvm_type(b.dtype)) for b in kernel.buffers]
         if self.par is not None:
@@ -147,12 +148,11 @@ class LLVMEmitter:
         cont = self.fn.append_basic_block(f"inbounds.{site_id}")
         b.cbranch(ok, cont, fail)
         b.position_at_end(fail)
-        site = self.report.checked_sites[site_id - 1]
-        width = max(len(s.indices) for s in self.report.checked_sites)
+        site = self.sites[site_id - 1]
         slots = [(0, ir.Constant(i64, site_id))] + list(enumerate(values, 1))
         for n, name in enumerate(site.loop_vars):
             v = self.env[name]
-            slots.append((1 + width + n, v if v.type == i64 else b.sext(v, i64)))
+            slots.append((1 + self.index_slots + n, v if v.type == i64 else b.sext(v, i64)))
         for pos, v in slots:
             b.store(v, b.gep(self.fn.args[-1], [ir.Constant(i64, pos)], inbounds=True))
         b.ret_void()

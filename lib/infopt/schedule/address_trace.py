@@ -163,8 +163,7 @@ def trace_kernel(kernel: Kernel, max_accesses: int = 4_000_000) -> Trace:
 
     def oob(site: int, index: tuple, scope: dict) -> None:
         record = [site + 1, *index]
-        width = max(len(s.indices) for s in report.checked_sites)
-        record += [0] * (1 + width - len(record))
+        record += [0] * (1 + report.index_slots - len(record))
         record += [scope[VAR_PREFIX + v] for v in report.checked_sites[site].loop_vars]
         raise report.runtime_error(record)
 
