@@ -13,9 +13,8 @@ from typing import Any, Callable, Sequence
 
 from ..ir.graph import Graph, Node
 from ..ir.types import TensorType
-from .kernel_ir import (
-    Assign, Buffer, Call, Cast, Const, Expr, Kernel, Loop, Stmt, Store, Var, call, cmp, maximum, minimum, select,
-)
+from .expr import Buffer, Cast, Const, Expr, Var, call, cmp, maximum, minimum, select
+from .kernel_ir import Assign, Kernel, Loop, Stmt, Store
 from .mathfns import exp_stmts
 
 
@@ -282,7 +281,7 @@ def softmax_kernel(name: str, shape: Sequence[int], axis: int = -1, dtype: str =
 
 
 def _rename(stmts: list[Stmt], old: str, new: str) -> list[Stmt]:
-    from .rewrite import substitute_stmt
+    from .walk import substitute_stmt
 
     return [substitute_stmt(s, {old: Var(new)}) for s in stmts]
 

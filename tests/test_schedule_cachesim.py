@@ -3,10 +3,10 @@ import numpy as np
 import pytest
 
 from infopt.codegen import Buffer, Kernel, Store, Var, loop
-from infopt.codegen.cachesim import CacheLevel, kernel_misses, simulate
-from infopt.codegen.matmul_ladder import interchanged, naive, tiled
-from infopt.codegen.trace import TraceTooLong, trace_kernel
-from infopt.codegen.traffic import chain_bytes, intensity, matmul_traffic
+from infopt.schedule.address_trace import TraceTooLong, trace_kernel
+from infopt.schedule.cachesim import CacheLevel, kernel_misses, simulate
+from infopt.schedule.matmul_ladder import interchanged, naive, tiled, tiled_order
+from infopt.schedule.traffic import chain_bytes, intensity, matmul_traffic
 
 rng = np.random.default_rng()
 
@@ -98,3 +98,25 @@ def test_misses_by_buffer_add_up():
     st = kernel_misses(naive(16, 40, 48))  # a column of B (48 lines) overflows the 2 KiB L1
     assert st.by_buffer is not None and sum(st.by_buffer.values()) == st.misses("L1")
     assert st.by_buffer["B"] >= st.by_buffer["A"]
+
+
+def test_touch_windows_cover_every_element_by_the_end():
+    n = int(rng.integers(5, 12))
+    k = tiled_order(n, n, n, (4, 4, 4), "ijk")
+    z = trace_kernel(k).touch_windows({"A": (n, n), "B": (n, n), "C": (n, n)}, windows=10)
+    for name, arr in z.items():
+        assert arr.shape == (10, n, n)
+        assert (arr[-1] > 0).all(), f"every element of {name} is touched by the end"
+        assert set(np.unique(arr)) <= {0, 1, 2}
+
+
+def test_first_window_of_a_tiled_nest_touches_only_the_first_tile_of_c():
+    n, t = 12, 4
+    k = tiled_order(n, n, n, (t, t, n), "ijk")
+    tr = trace_kernel(k)
+    z = tr.touch_windows({"C": (n, n)}, windows=40)["C"]
+    edges = np.linspace(0, len(tr), 41).astype(int)
+    f = int(np.searchsorted(edges, n * n, side="right"))  # the first window after the pass that zeroes C
+    now = z[f] == 2
+    assert now.any() and not now[t:, :].any() and not now[:, t:].any()
+    assert (z[f] >= 1).all(), "the zeroing pass touched all of C before"

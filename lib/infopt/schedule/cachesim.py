@@ -13,8 +13,8 @@ from typing import Sequence
 
 import numpy as np
 
-from .kernel_ir import Kernel
-from .trace import Trace, trace_kernel
+from ..codegen.kernel_ir import Kernel
+from .address_trace import Trace, trace_kernel
 
 
 @dataclass(frozen=True)

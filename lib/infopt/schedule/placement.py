@@ -1,16 +1,22 @@
 """Placement primitives: where data and work live. ``pack`` copies a tile into a contiguous temp buffer,
 ``compute_at`` moves a consumer (an epilogue) into a producer's loop, ``contract`` keeps a fused intermediate
-in a register. Same contract as ``infopt.codegen.schedule``: legality is checked, ``ScheduleError`` explains.
+in a register. Same contract as ``infopt.schedule.loop_primitives``: legality is checked, ``ScheduleError``
+explains, and the result is verified.
 """
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Callable, Sequence
+from typing import Sequence
 
-from .access import affine, affine_vars, collect, index_text, max_extent, spatial_vars
-from .kernel_ir import Body, Buffer, Const, Expr, If, Kernel, Load, Loop, Stmt, Store, Var, minimum
-from .rewrite import find_loop, iter_stmts, substitute_stmt
-from .schedule import ScheduleError, _done, _fresh, _replace_loop, loop_path
+from ..codegen.affine import affine, from_affine
+from ..codegen.expr import Buffer, Const, Expr, Load, Var, index_text, minimum
+from ..codegen.kernel_ir import Assign, Body, Kernel, Loop, Stmt, Store
+from ..codegen.kernel_verify import verify_kernel
+from ..codegen.walk import (
+    find_loop, free_vars, iter_scoped, iter_stmts, loop_path, map_stmt, replace_loop, substitute_stmt,
+)
+from .access import collect, max_extent, spatial_vars
+from .loop_primitives import ScheduleError, fresh_name
 
 
 # ----- pack --------------------------------------------------------------------------------------
@@ -60,12 +66,12 @@ def pack(k: Kernel, buffer: str, at: str, name: str | None = None, order: Sequen
             spans.append(span)
         if any(b != base_forms[0] for b in base_forms):
             raise ScheduleError(f"pack {buffer} at {at}: the reads of {buffer} start at different offsets in dimension {d}")
-        lo.append(_from_affine(base_forms[0]))
+        lo.append(from_affine(base_forms[0]))
         ext.append(min(max(spans) + 1, buf.shape[d]))
     order = list(order) if order is not None else list(range(buf.rank))
     if sorted(order) != list(range(buf.rank)):
         raise ScheduleError(f"pack {buffer}: order {order} is not a permutation of {list(range(buf.rank))}")
-    pname = _fresh(k, name or f"{buffer}_pack")
+    pname = fresh_name(k, name or f"{buffer}_pack")
     pbuf = Buffer(pname, tuple(ext[o] for o in order), buf.dtype, "temp")
     tv = [Var(f"{pname}_t{d}") for d in range(buf.rank)]
     src = Load(buf, tuple(minimum(lo[d] + tv[d], buf.shape[d] - 1) for d in range(buf.rank)))
@@ -79,49 +85,9 @@ def pack(k: Kernel, buffer: str, at: str, name: str | None = None, order: Sequen
             return Load(pbuf, tuple(rel[o] for o in order))
         return e
 
-    new_body = (copy,) + tuple(_map_exprs(s, redirect) for s in lp.body)
+    new_body = (copy,) + tuple(map_stmt(s, redirect) for s in lp.body)
     k2 = replace(k, buffers=k.buffers + (pbuf,))
-    return _done(_replace_loop(k2, at, lambda l: replace(l, body=new_body)))
-
-
-def _from_affine(f: dict[str, int]) -> Expr:
-    e: Expr | None = None
-    for v, c in sorted(f.items()):
-        if v and c:
-            t = Var(v) * c if c != 1 else Var(v)
-            e = t if e is None else e + t
-    c0 = f.get("", 0)
-    if e is None:
-        return Const(c0, "i64")
-    return e + c0 if c0 else e
-
-
-def _map_exprs(s: Stmt, fn: Callable[[Expr], Expr]) -> Stmt:
-    """Rebuild a statement applying ``fn`` bottom-up to the Loads in its expressions."""
-    from .kernel_ir import Assign, Bin, BitCast, Call, Cast, Cmp, Select
-
-    def ex(e: Expr) -> Expr:
-        if isinstance(e, Load):
-            return fn(Load(e.buffer, tuple(ex(i) for i in e.indices)))
-        if isinstance(e, (Bin, Cmp)):
-            return type(e)(e.op, ex(e.a), ex(e.b))
-        if isinstance(e, Select):
-            return Select(ex(e.cond), ex(e.a), ex(e.b))
-        if isinstance(e, Call):
-            return Call(e.fn, tuple(ex(a) for a in e.args))
-        if isinstance(e, (Cast, BitCast)):
-            return type(e)(e.to, ex(e.a))
-        return e
-
-    if isinstance(s, Store):
-        return Store(s.buffer, tuple(ex(i) for i in s.indices), ex(s.value))
-    if isinstance(s, Assign):
-        return Assign(s.var, ex(s.value))
-    if isinstance(s, Loop):
-        return replace(s, start=ex(s.start), stop=ex(s.stop), body=tuple(_map_exprs(b, fn) for b in s.body))
-    if isinstance(s, If):
-        return If(ex(s.cond), tuple(_map_exprs(b, fn) for b in s.then), tuple(_map_exprs(b, fn) for b in s.orelse))
-    return s
+    return verify_kernel(replace_loop(k2, at, lambda l: replace(l, body=new_body)))
 
 
 # ----- compute_at (epilogue / producer placement) -------------------------------------------------
@@ -160,7 +126,7 @@ def compute_at(k: Kernel, consumer: str, at: str) -> Kernel:
         raise ScheduleError(f"compute_at: statements between the producer and {consumer} use {target}")
     path = loop_path((prod,), at)
     at_loop = path[-1]
-    stores = _store_paths(at_loop.body, target, [])
+    stores = _store_paths(at_loop.body, target)
     if not stores:
         raise ScheduleError(f"compute_at: loop {at} does not write {target}")
     idx, inner = max(stores, key=lambda t: len(t[1]))
@@ -176,7 +142,7 @@ def compute_at(k: Kernel, consumer: str, at: str) -> Kernel:
     spatial = [lp for lp in inner if lp.var.name in used]
     red_inner = {lp.var.name for lp in inner if lp.var.name not in used}
     for lp in spatial:
-        if (affine_vars(lp.start) | affine_vars(lp.stop)) & red_inner:
+        if (free_vars(lp.start) | free_vars(lp.stop)) & red_inner:
             raise ScheduleError(f"compute_at: loop {lp.var.name}'s bounds depend on a reduction loop")
     mapping = dict(zip(cvars, idx))
     new: Stmt | Body = tuple(substitute_stmt(s, mapping) for s in cbody)
@@ -184,19 +150,13 @@ def compute_at(k: Kernel, consumer: str, at: str) -> Kernel:
         new = (replace(lp, body=new, kind="serial" if lp.kind == "parallel" else lp.kind),)
     placed = replace(at_loop, body=at_loop.body + tuple(new))
     k2 = replace(k, body=tuple(s for s in top if s is not cons))
-    return _done(_replace_loop(k2, at, lambda _: placed))
+    return verify_kernel(replace_loop(k2, at, lambda _: placed))
 
 
-def _store_paths(body: Body, target: str, outer: list[Loop]) -> list[tuple[tuple[Expr, ...], list[Loop]]]:
-    out = []
-    for s in body:
-        if isinstance(s, Store) and s.buffer.name == target:
-            out.append((s.indices, list(outer)))
-        elif isinstance(s, Loop):
-            out += _store_paths(s.body, target, outer + [s])
-        elif isinstance(s, If):
-            out += _store_paths(s.then + s.orelse, target, outer)
-    return out
+def _store_paths(body: Body, target: str) -> list[tuple[tuple[Expr, ...], list[Loop]]]:
+    """The stores to ``target`` in ``body``, each with the loops (inside ``body``) that enclose it."""
+    return [(s.indices, [a for a, _ in anc if isinstance(a, Loop)]) for s, _, anc in iter_scoped(body)
+            if isinstance(s, Store) and s.buffer.name == target]
 
 
 # ----- contract (an intermediate becomes a register) ----------------------------------------------
@@ -207,8 +167,6 @@ def contract(k: Kernel, buffer: str) -> Kernel:
     writes the element, then reads it back. The buffer must have role ``temp`` (no caller sees it),
     and be accessed inside a single loop at a single index tuple, written before it is read.
     """
-    from .kernel_ir import Assign
-
     buf = k.buffer(buffer)
     if buf.role != "temp":
         raise ScheduleError(f"contract {buffer}: role is {buf.role!r}; only 'temp' buffers (invisible to the caller) "
@@ -232,10 +190,10 @@ def contract(k: Kernel, buffer: str) -> Kernel:
     for st in lp.body:
         if buffer in collect((st,)).reads and not written:
             raise ScheduleError(f"contract {buffer}: loop {lp.var.name} reads it before writing it")
-        st2 = _map_exprs(st, lambda e: v if isinstance(e, Load) and e.buffer.name == buffer else e)
+        st2 = map_stmt(st, lambda e: v if isinstance(e, Load) and e.buffer.name == buffer else e)
         if isinstance(st2, Store) and st2.buffer.name == buffer:
             st2 = Assign(v, st2.value)
             written = True
         new_body.append(st2)
-    k2 = _replace_loop(k, lp.var.name, lambda l: replace(l, body=tuple(new_body)))
-    return _done(replace(k2, buffers=tuple(b for b in k2.buffers if b.name != buffer)))
+    k2 = replace_loop(k, lp.var.name, lambda l: replace(l, body=tuple(new_body)))
+    return verify_kernel(replace(k2, buffers=tuple(b for b in k2.buffers if b.name != buffer)))

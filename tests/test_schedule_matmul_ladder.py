@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 
 from infopt.codegen.analysis import count_fmas, vectorization
-from infopt.codegen.matmul_ladder import RUNGS, matmul_rung, packed
-from infopt.codegen.tuned import RegisterShape, compile_tuned, host_register_shape
+from infopt.codegen.compiled import compile_tuned
+from infopt.schedule.matmul_ladder import RUNGS, RegisterShape, host_register_shape, matmul_rung, packed
 
 rng = np.random.default_rng()
 
@@ -20,6 +20,7 @@ def _sizes():
 def test_rung_matches_numpy_on_odd_sizes(name):
     M, N, K = _sizes()
     r = matmul_rung(name, M, N, K, threads=2)
+    assert not r.compiled.checked, f"{name}: every access is proven in bounds (no run-time checks)"
     a = rng.standard_normal((M, K), dtype=np.float32)
     b = rng.standard_normal((K, N), dtype=np.float32)
     np.testing.assert_allclose(r(a, b), a @ b, rtol=2e-4, atol=2e-4 * np.sqrt(K))
@@ -29,6 +30,7 @@ def test_packed_small_blocks_cross_every_loop_edge():
     M, N, K = 23, 41, 37
     k = packed(M, N, K, shape=RegisterShape(4, 8, 256), kc=16, mc=8, nc=16)
     ck = compile_tuned(k, bits=256, loop_vectorize=False)
+    assert not ck.checked
     a = rng.standard_normal((M, K), dtype=np.float32)
     b = rng.standard_normal((K, N), dtype=np.float32)
     (c,) = ck.run(a, b)
@@ -54,6 +56,7 @@ def test_unknown_rung_and_bad_sizes():
 def test_packed_every_register_shape_is_correct(rs):
     M, N, K = _sizes()
     ck = compile_tuned(packed(M, N, K, shape=rs), bits=rs.bits, loop_vectorize=False)
+    assert not ck.checked
     a = rng.standard_normal((M, K), dtype=np.float32)
     b = rng.standard_normal((K, N), dtype=np.float32)
     (c,) = ck.run(a, b)

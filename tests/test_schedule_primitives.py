@@ -4,7 +4,7 @@ import pytest
 
 from infopt.codegen import Buffer, Kernel, Store, Var, loop, maximum
 from infopt.codegen.compiled import compile_kernel
-from infopt.codegen.schedule import (
+from infopt.schedule import (
     Schedule, ScheduleError, compute_at, fuse, pack, parallel, reorder, split, tile, unroll, vectorize,
 )
 
@@ -26,7 +26,9 @@ def _mm_nest(M, N, K, fastmath=False):
 def _run_mm(kernel, M, N, K):
     a = rng.standard_normal((M, K), dtype=np.float32)
     b = rng.standard_normal((K, N), dtype=np.float32)
-    (c,) = compile_kernel(kernel).run(a, b)
+    ck = compile_kernel(kernel)
+    assert not ck.checked, "scheduled kernels are proven in bounds (no run-time checks)"
+    (c,) = ck.run(a, b)
     np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
 
 
@@ -196,7 +198,7 @@ def test_schedule_chain_records_steps():
 
 
 def test_contract_keeps_fused_intermediate_in_a_register():
-    from infopt.codegen.chains import elementwise_chain, fused_chain
+    from infopt.schedule.chains import elementwise_chain, fused_chain
 
     n = int(rng.integers(5, 200))
     k = elementwise_chain(n, ["bias", "relu", "square"])
@@ -208,8 +210,8 @@ def test_contract_keeps_fused_intermediate_in_a_register():
 
 
 def test_contract_rejects_unfused_or_visible_buffers():
-    from infopt.codegen.chains import elementwise_chain
-    from infopt.codegen.schedule import contract
+    from infopt.schedule import contract
+    from infopt.schedule.chains import elementwise_chain
 
     k = elementwise_chain(10, ["relu", "square"])
     with pytest.raises(ScheduleError, match="fuse them"):

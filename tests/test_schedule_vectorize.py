@@ -3,10 +3,9 @@ import numpy as np
 import pytest
 
 from infopt.codegen import Buffer, Kernel, KernelError, Store, Var, call, cmp, loop, maximum, select
-from infopt.codegen.compiled import compile_kernel
-from infopt.codegen.schedule import ScheduleError, reorder, vectorize
-from infopt.codegen.tuned import compile_tuned
+from infopt.codegen.compiled import compile_kernel, compile_tuned
 from infopt.codegen.vector_emit import emit_vector_llvm
+from infopt.schedule import ScheduleError, reorder, vectorize
 
 rng = np.random.default_rng()
 

@@ -1,14 +1,15 @@
-"""The executor: SRAM buffers, a DMA engine and the array, running a command stream against DRAM tensors."""
+"""The simulated accelerator: SRAM buffers, a DMA engine and the array, running a command stream against DRAM tensors."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from .array import check_tile, run_tile
+from .array import run_tile
 from .config import BUFFERS, AccelConfig, AccelError
 from .cycles import command_bytes, dma_cycles
-from .isa import Command, Load, MatMul, Program, Store
+from .isa import Command, DmaLoad, DmaStore, MatMul, Program
+from .tile import check_tile
 
 
 @dataclass
@@ -105,7 +106,7 @@ class Accelerator:
         """Execute one command; returns its cost."""
         cfg = self.config
         where = f"command {i} ({cmd.asm()})" if hasattr(cmd, "asm") else f"command {i}"
-        if isinstance(cmd, Load):
+        if isinstance(cmd, DmaLoad):
             src = self._region(cmd, dram, where)
             want = cfg.buffer_dtype(cmd.buf)
             if src.dtype != want:
@@ -116,8 +117,8 @@ class Accelerator:
             dst[...] = np.tile(src, (cmd.repeat, 1))
             nbytes = command_bytes(cmd, cfg)
             stats.dma_bytes_in += nbytes
-            return CommandStat(i, cmd.asm(), dma_cycles(cfg, nbytes), nbytes)
-        if isinstance(cmd, Store):
+            return CommandStat(i, cmd.asm(), dma_cycles(nbytes, cfg), nbytes)
+        if isinstance(cmd, DmaStore):
             dst = self._region(cmd, dram, where)
             if dst.dtype != cfg.acc_dtype:
                 raise AccelError(f"{where}: DRAM tensor {cmd.tensor} is {dst.dtype}; results are {cfg.acc_dtype}")
@@ -125,9 +126,9 @@ class Accelerator:
             dst[...] = np.maximum(src, 0) if cmd.relu else src
             nbytes = command_bytes(cmd, cfg)
             stats.dma_bytes_out += nbytes
-            return CommandStat(i, cmd.asm(), dma_cycles(cfg, nbytes), nbytes)
+            return CommandStat(i, cmd.asm(), dma_cycles(nbytes, cfg), nbytes)
         if isinstance(cmd, MatMul):
-            check_tile(cmd.m, cmd.k, cmd.n, cfg, where)
+            check_tile(cmd.m, cmd.n, cmd.k, cfg, where)
             a = self.sram.tile("in", cmd.a_addr, (cmd.m, cmd.k), where)
             b = self.sram.tile("wt", cmd.b_addr, (cmd.k, cmd.n), where)
             c = self.sram.tile("out", cmd.c_addr, (cmd.m, cmd.n), where)
@@ -139,7 +140,7 @@ class Accelerator:
             if run.trace is not None:
                 stats.traces.append(run.trace)
             return CommandStat(i, cmd.asm(), run.cycles, 0, run.macs)
-        raise AccelError(f"command {i}: {cmd!r} is not a Load, MatMul or Store")
+        raise AccelError(f"command {i}: {cmd!r} is not a DmaLoad, MatMul or DmaStore")
 
     def run(self, program: Program, dram: dict[str, np.ndarray], mode: str = "vector") -> RunStats:
         """Run every command in order against ``dram`` (name -> 2-D array; stores write into it in place)."""

@@ -33,7 +33,6 @@ def matmul_traffic(schedule: str, n: int, cache_bytes: int, line: int = 64, tile
     """
     if n < 1 or cache_bytes < line:
         raise ValueError(f"need n >= 1 and cache_bytes >= line; got n={n}, cache_bytes={cache_bytes}")
-    e = line / FLOAT
     n3, n2 = float(n) ** 3, float(n) ** 2
     once = 3 * _lines(n2, line)          # every matrix read once (compulsory)
     if schedule == "naive":

@@ -1,26 +1,27 @@
-"""Schedule primitives on the kernel IR: split, tile, reorder, fuse, unroll, vectorize, parallel (this module), and
-pack, compute_at, contract (``placement``, re-exported here).
+"""Loop schedule primitives on the kernel IR: split, tile, reorder, fuse, unroll, vectorize, parallel.
+
+(``infopt.schedule.placement`` has pack, compute_at and contract; ``infopt.schedule.builder.Schedule`` chains them all.)
 
 Each primitive takes a ``Kernel`` and loop-variable names and returns a new ``Kernel`` that computes
 the same result (the algorithm is unchanged; only the order and placement of work move). Each checks
 legality first and raises ``ScheduleError`` naming the loop, buffer or index that makes the
-transformation unsafe. The dependence test is conservative (``infopt.codegen.access``): written
+transformation unsafe. The dependence test is conservative (``infopt.schedule.access``): written
 buffers must be accessed at one index tuple per nest, and reduction loops keep their relative order
 unless the kernel allows float reassociation (``fastmath=True``).
-
-``Schedule`` chains the primitives: ``Schedule(k).tile("i", "j", 32, 32).reorder(...).kernel``.
+Every result passes ``verify_kernel`` (well-formed, every access proven in bounds) before it is returned.
 """
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Callable, Sequence
+from typing import Sequence
 
-from .access import (
-    affine_vars, carried_scalars, collect, index_text, reduction_vars, single_index_conflicts, spatial_vars,
+from ..codegen.expr import Const, Expr, KernelError, Var, index_text, minimum
+from ..codegen.kernel_ir import Body, Kernel, Loop, Stmt
+from ..codegen.kernel_verify import verify_kernel
+from ..codegen.walk import (
+    find_loop, free_vars, iter_stmts, loop_path, replace_loop, substitute, substitute_stmt, used_names,
 )
-from .kernel_ir import Body, Const, Expr, If, Kernel, KernelError, Loop, Stmt, Var, minimum
-from .rewrite import find_loop, iter_stmts, substitute, substitute_stmt
-from .verify import verify_kernel
+from .access import carried_scalars, collect, reduction_vars, single_index_conflicts, spatial_vars
 
 MAX_UNROLL = 256
 
@@ -29,57 +30,11 @@ class ScheduleError(KernelError):
     """A schedule primitive was asked for a transformation that is ill-formed or would change the result."""
 
 
-# ----- locating loops ---------------------------------------------------------------------------
-def loop_path(body: Body, var: str) -> list[Loop]:
-    """The loops enclosing the loop over ``var`` (outermost first), ending with it; [] when absent."""
-    for s in body:
-        if isinstance(s, Loop):
-            if s.var.name == var:
-                return [s]
-            sub = loop_path(s.body, var)
-            if sub:
-                return [s] + sub
-        elif isinstance(s, If):
-            sub = loop_path(s.then, var) or loop_path(s.orelse, var)
-            if sub:
-                return sub
-    return []
-
-
-def _replace_loop(k: Kernel, var: str, fn: Callable[[Loop], Stmt | tuple[Stmt, ...]]) -> Kernel:
-    find_loop(k, var)
-
-    def rec(body: Body) -> Body:
-        out: list[Stmt] = []
-        for s in body:
-            if isinstance(s, Loop) and s.var.name == var:
-                new = fn(s)
-                out.extend(new if isinstance(new, tuple) else (new,))
-            elif isinstance(s, Loop):
-                out.append(replace(s, body=rec(s.body)))
-            elif isinstance(s, If):
-                out.append(If(s.cond, rec(s.then), rec(s.orelse)))
-            else:
-                out.append(s)
-        return tuple(out)
-
-    return replace(k, body=rec(k.body))
-
-
-def _all_vars(k: Kernel) -> set[str]:
-    names = {s.var.name for s in iter_stmts(k.body) if isinstance(s, Loop)}
-    return names | {b.name for b in k.buffers}
-
-
-def _fresh(k: Kernel, name: str) -> str:
-    if name in _all_vars(k):
+def fresh_name(k: Kernel, name: str) -> str:
+    """``name`` when no loop or buffer of ``k`` uses it yet, else a ScheduleError asking for another."""
+    if name in used_names(k):
         raise ScheduleError(f"kernel {k.name}: the name {name!r} is already used; pass another name")
     return name
-
-
-def _done(k: Kernel) -> Kernel:
-    verify_kernel(k)
-    return k
 
 
 # ----- split / tile / reorder ------------------------------------------------------------------
@@ -95,7 +50,7 @@ def split(k: Kernel, var: str, factor: int, outer: str | None = None, inner: str
     lp = find_loop(k, var)
     if lp.step != 1:
         raise ScheduleError(f"split {var}: the loop already has step {lp.step}; split loops with step 1")
-    o, i = _fresh(k, outer or f"{var}o"), _fresh(k, inner or f"{var}i")
+    o, i = fresh_name(k, outer or f"{var}o"), fresh_name(k, inner or f"{var}i")
     ov, iv = Var(o), Var(i)
     ext = lp.extent
     if ext is not None and ext % factor == 0:
@@ -105,7 +60,7 @@ def split(k: Kernel, var: str, factor: int, outer: str | None = None, inner: str
         body = tuple(substitute_stmt(s, {var: iv}) for s in lp.body)
         new_inner = Loop(iv, ov, minimum(ov + factor, lp.stop), 1, body, lp.kind, lp.annotations)
     new_outer = Loop(ov, lp.start, lp.stop, factor, (new_inner,))
-    return _done(_replace_loop(k, var, lambda _: new_outer))
+    return verify_kernel(replace_loop(k, var, lambda _: new_outer))
 
 
 def _perfect_chain(k: Kernel, vars_: Sequence[str]) -> list[Loop]:
@@ -137,7 +92,7 @@ def reorder(k: Kernel, order: Sequence[str]) -> Kernel:
     names = [lp.var.name for lp in chain]
     by = {lp.var.name: lp for lp in chain}
     for pos, v in enumerate(order):
-        deps = (affine_vars(by[v].start) | affine_vars(by[v].stop)) & set(names)
+        deps = (free_vars(by[v].start) | free_vars(by[v].stop)) & set(names)
         for d in deps:
             if order.index(d) > pos:
                 raise ScheduleError(f"reorder: loop {v}'s bounds depend on loop {d} ({by[v].start}..{by[v].stop}), "
@@ -161,7 +116,7 @@ def reorder(k: Kernel, order: Sequence[str]) -> Kernel:
     for v in reversed(order):
         lp = by[v]
         new = replace(lp, body=new if isinstance(new, tuple) else (new,))
-    return _done(_replace_loop(k, names[0], lambda _: new))
+    return verify_kernel(replace_loop(k, names[0], lambda _: new))
 
 
 def tile(k: Kernel, vi: str, vj: str, ti: int, tj: int) -> Kernel:
@@ -186,7 +141,7 @@ def unroll(k: Kernel, var: str) -> Kernel:
                             "that divides the range first")
     if lp.extent > MAX_UNROLL:
         raise ScheduleError(f"unroll {var}: {lp.extent} iterations is too many to unroll (max {MAX_UNROLL}); split first")
-    return _done(_replace_loop(k, var, lambda lp: replace(lp, kind="unroll")))
+    return verify_kernel(replace_loop(k, var, lambda lp: replace(lp, kind="unroll")))
 
 
 def vectorize(k: Kernel, var: str, width: int | None = None, explicit: bool = False) -> Kernel:
@@ -217,7 +172,7 @@ def vectorize(k: Kernel, var: str, width: int | None = None, explicit: bool = Fa
         if width < 1 or width & (width - 1):
             raise ScheduleError(f"vectorize {var}: width must be a power of two, got {width}")
         ann["width"] = int(width)
-    return _done(_replace_loop(k, var, lambda lp: replace(lp, kind="vectorize", annotations=tuple(sorted(ann.items())))))
+    return verify_kernel(replace_loop(k, var, lambda lp: replace(lp, kind="vectorize", annotations=tuple(sorted(ann.items())))))
 
 
 def parallel(k: Kernel, var: str) -> Kernel:
@@ -240,17 +195,17 @@ def parallel(k: Kernel, var: str) -> Kernel:
             if ix != ws[0]:
                 raise ScheduleError(f"parallel {var}: buffer {name} is written at {index_text(ws[0])} and accessed "
                                     f"at {index_text(ix)}; threads would race")
-        if not any(var in affine_vars(i) or _mentions_inner_of(lp, var, i) for i in ws[0]):
+        if not any(var in free_vars(i) or _mentions_inner_of(lp, var, i) for i in ws[0]):
             raise ScheduleError(f"parallel {var}: buffer {name} is written at {index_text(ws[0])}, which does not "
                                 f"depend on {var}: every thread would write the same elements")
-    return _done(replace(k, body=(replace(lp, kind="parallel"),)))
+    return verify_kernel(replace(k, body=(replace(lp, kind="parallel"),)))
 
 
 def _mentions_inner_of(lp: Loop, var: str, ix: Expr) -> bool:
     """Whether ``ix`` uses a loop whose bounds depend on ``var`` (a split's inner loop)."""
     for s in iter_stmts(lp.body):
-        if isinstance(s, Loop) and s.var.name in affine_vars(ix) and \
-                var in (affine_vars(s.start) | affine_vars(s.stop)):
+        if isinstance(s, Loop) and s.var.name in free_vars(ix) and \
+                var in (free_vars(s.start) | free_vars(s.stop)):
             return True
     return False
 
@@ -288,7 +243,7 @@ def fuse(k: Kernel, first: str, second: str) -> Kernel:
     fused_vars = sorted({v.name for v in mapping.values() if isinstance(v, Var)})
     for name in acc1.written() & (set(acc2.reads) | acc2.written()):
         for ix in acc1.writes[name]:
-            missing = [v for v in fused_vars if v not in set().union(*(affine_vars(i) for i in ix))]
+            missing = [v for v in fused_vars if v not in set().union(*(free_vars(i) for i in ix))]
             if missing:
                 raise ScheduleError(f"fuse {first}+{second}: the first loop reduces into {name}{index_text(ix)} (the "
                                     f"index does not depend on {missing[0]}), and the second loop uses {name}: it "
@@ -298,8 +253,8 @@ def fuse(k: Kernel, first: str, second: str) -> Kernel:
                             "after fusion it would hold a partial value")
     new_parent = parent_body[:pos1] + (fused,) + parent_body[pos2 + 1:]
     if len(p1) == 1:
-        return _done(replace(k, body=new_parent))
-    return _done(_replace_loop(k, p1[-2].var.name, lambda lp: replace(lp, body=new_parent)))
+        return verify_kernel(replace(k, body=new_parent))
+    return verify_kernel(replace_loop(k, p1[-2].var.name, lambda lp: replace(lp, body=new_parent)))
 
 
 def _fuse_pair(l1: Loop, l2: Loop, mapping: dict[str, Expr]) -> tuple[Loop, dict[str, Expr]]:
@@ -316,63 +271,3 @@ def _fuse_pair(l1: Loop, l2: Loop, mapping: dict[str, Expr]) -> tuple[Loop, dict
             pass
     body2 = tuple(substitute_stmt(s, mapping) for s in l2.body)
     return replace(l1, body=l1.body + body2), mapping
-
-
-# ----- chaining ----------------------------------------------------------------------------------
-class Schedule:
-    """A kernel plus the primitives applied to it, chainable: ``Schedule(k).split("i", 8).unroll("ii").kernel``."""
-
-    def __init__(self, kernel: Kernel) -> None:
-        self.kernel = kernel
-        self.steps: list[str] = []
-
-    def _apply(self, fn: Callable[..., Kernel], *args: Any, **kw: Any) -> "Schedule":
-        self.kernel = fn(self.kernel, *args, **kw)
-        self.steps.append(f"{fn.__name__}({', '.join([repr(a) for a in args] + [f'{a}={b!r}' for a, b in kw.items()])})")
-        return self
-
-    def split(self, *a: Any, **kw: Any) -> "Schedule":
-        """See ``split``."""
-        return self._apply(split, *a, **kw)
-
-    def tile(self, *a: Any, **kw: Any) -> "Schedule":
-        """See ``tile``."""
-        return self._apply(tile, *a, **kw)
-
-    def reorder(self, *a: Any, **kw: Any) -> "Schedule":
-        """See ``reorder``."""
-        return self._apply(reorder, *a, **kw)
-
-    def fuse(self, *a: Any, **kw: Any) -> "Schedule":
-        """See ``fuse``."""
-        return self._apply(fuse, *a, **kw)
-
-    def unroll(self, *a: Any, **kw: Any) -> "Schedule":
-        """See ``unroll``."""
-        return self._apply(unroll, *a, **kw)
-
-    def vectorize(self, *a: Any, **kw: Any) -> "Schedule":
-        """See ``vectorize``."""
-        return self._apply(vectorize, *a, **kw)
-
-    def parallel(self, *a: Any, **kw: Any) -> "Schedule":
-        """See ``parallel``."""
-        return self._apply(parallel, *a, **kw)
-
-    def pack(self, *a: Any, **kw: Any) -> "Schedule":
-        """See ``pack``."""
-        return self._apply(pack, *a, **kw)
-
-    def contract(self, *a: Any, **kw: Any) -> "Schedule":
-        """See ``contract``."""
-        return self._apply(contract, *a, **kw)
-
-    def compute_at(self, *a: Any, **kw: Any) -> "Schedule":
-        """See ``compute_at``."""
-        return self._apply(compute_at, *a, **kw)
-
-    def __str__(self) -> str:
-        return "\n".join(self.steps) + "\n" + str(self.kernel)
-
-
-from .placement import compute_at, contract, pack  # noqa: E402  (placement builds on the helpers above)

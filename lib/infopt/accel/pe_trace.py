@@ -2,6 +2,7 @@
 
 Slow (use it on small tiles) but independent of the vectorized mode in ``infopt.accel.array``, so each
 checks the other; the recorded ``ArrayTrace`` drives the animation in ``infopt.widgets.systolic_view``.
+(This is the trace of the array's registers; a kernel's memory-address trace is ``infopt.schedule.address_trace``.)
 """
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .array import TileRun, _tile_operands
 from .config import AccelConfig
+from .tile import TileRun, tile_operands
 
 _NONE = np.nan
 
@@ -20,7 +21,7 @@ class ArrayTrace:
     """Registers of every PE at the end of every cycle (NaN where a register holds nothing).
 
     ``a``: the input register; ``b``: the weight (ws) or the streaming B operand (os); ``acc``: the partial
-    sum passing down (ws) or the stationary accumulator (os); ``mac[t, i, j] = (m, k, n)`` of the useful
+    sum passing down (ws) or the stationary accumulator (os); ``mac[t, i, j] = (m, n, k)`` of the useful
     MAC PE(i, j) did in cycle t, or -1s; ``phase[t]`` is 'preload', 'stream' or 'drain';
     ``outputs`` lists (cycle, m, n) when C[m, n] left the array.
     """
@@ -28,7 +29,7 @@ class ArrayTrace:
     dataflow: str
     rows: int
     cols: int
-    shape: tuple[int, int, int]
+    shape: tuple[int, int, int]  # the tile's (m, n, k)
     a: list = field(default_factory=list)
     b: list = field(default_factory=list)
     acc: list = field(default_factory=list)
@@ -66,7 +67,7 @@ class ArrayTrace:
         return float(self.active.sum()) / (self.rows * self.cols * self.cycles)
 
     def pe_schedule(self, i: int, j: int) -> list[tuple[int, int, int, int]]:
-        """The MACs of PE(i, j) in order, as (cycle, m, k, n)."""
+        """The MACs of PE(i, j) in order, as (cycle, m, n, k): C[m, n] += A[m, k] * B[k, n] at that cycle."""
         ts = np.nonzero(self.active[:, i, j])[0]
         return [(int(t), *(int(x) for x in self.mac[t, i, j])) for t in ts]
 
@@ -101,7 +102,7 @@ def _trace_ws(A: np.ndarray, B: np.ndarray, config: AccelConfig) -> TileRun:
     R, C = config.rows, config.cols
     (m, k), n = A.shape, B.shape[1]
     ar = _Arith(config)
-    tr = ArrayTrace("ws", R, C, (m, k, n))
+    tr = ArrayTrace("ws", R, C, (m, n, k))
     Wp = [[ar.value(B[i, j]) if i < k and j < n else ar.zero for j in range(C)] for i in range(R)]
     w = _grid(R, C)
     for s in range(R):  # preload: weight rows enter at the top, bottom row first, and shift down
@@ -124,7 +125,7 @@ def _trace_ws(A: np.ndarray, B: np.ndarray, config: AccelConfig) -> TileRun:
                     top = ar.zero if i == 0 else p[i - 1][j]
                     np_[i][j] = ar.mac(top, val, w[i][j])
                     if i < k and j < n:
-                        mac[i][j] = (idx, i, j)
+                        mac[i][j] = (idx, j, i)
         for j in range(n):  # what leaves the bottom edge
             if nam[R - 1][j] >= 0:
                 out[nam[R - 1][j], j] = np_[R - 1][j]
@@ -140,7 +141,7 @@ def _trace_os(A: np.ndarray, B: np.ndarray, config: AccelConfig) -> TileRun:
     R, C = config.rows, config.cols
     (m, k), n = A.shape, B.shape[1]
     ar = _Arith(config)
-    tr = ArrayTrace("os", R, C, (m, k, n))
+    tr = ArrayTrace("os", R, C, (m, n, k))
     a, a_k, b, b_k = _grid(R, C), _grid(R, C, -1), _grid(R, C), _grid(R, C, -1)
     acc = [[ar.zero if i < m and j < n else None for j in range(C)] for i in range(R)]
     done, t = 0, 0
@@ -161,7 +162,7 @@ def _trace_os(A: np.ndarray, B: np.ndarray, config: AccelConfig) -> TileRun:
                 if nak[i][j] >= 0 and nbk[i][j] >= 0:
                     assert nak[i][j] == nbk[i][j], "skew broken: operands of different k met"
                     acc[i][j] = ar.mac(acc[i][j], na[i][j], nb[i][j])
-                    mac[i][j] = (i, nak[i][j], j)
+                    mac[i][j] = (i, j, nak[i][j])
                     done += 1
         a, a_k, b, b_k = na, nak, nb, nbk
         tr.snapshot("stream", a, b, acc, mac)
@@ -180,5 +181,5 @@ def _trace_os(A: np.ndarray, B: np.ndarray, config: AccelConfig) -> TileRun:
 
 def trace_tile(a: np.ndarray, b: np.ndarray, config: AccelConfig) -> TileRun:
     """Run one tile PE by PE, recording every register at every cycle (``TileRun.trace`` is an ArrayTrace)."""
-    A, B = _tile_operands(a, b, config)
+    A, B = tile_operands(a, b, config)
     return _trace_ws(A, B, config) if config.dataflow == "ws" else _trace_os(A, B, config)

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from .kernel_ir import Buffer, Expr, Kernel, Loop, Store, Var, call, loop, maximum
-from .rewrite import iter_stmts
-from .schedule import contract, fuse
+from ..codegen.expr import Buffer, Expr, Var, call, maximum
+from ..codegen.kernel_ir import Kernel, Store, loop
+from ..codegen.walk import loops_in
+from .access import collect
+from .loop_primitives import fuse
+from .placement import contract
 
 OPS = {
     "scale": lambda x, p: x * p,
@@ -61,8 +64,6 @@ def fused_chain(kernel: Kernel) -> Kernel:
 
 def kernel_bytes(kernel: Kernel) -> int:
     """Bytes a kernel of top-level streaming loops moves: each loop reads/writes each buffer it touches once."""
-    from .access import collect
-
     total = 0
     for s in kernel.body:
         acc = collect((s,))
@@ -75,4 +76,4 @@ def kernel_bytes(kernel: Kernel) -> int:
 
 def loop_count(kernel: Kernel) -> int:
     """Number of loops in a kernel (1 for a fully fused chain)."""
-    return sum(1 for s in iter_stmts(kernel.body) if isinstance(s, Loop))
+    return len(loops_in(kernel.body))

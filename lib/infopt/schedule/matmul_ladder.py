@@ -1,6 +1,6 @@
 """The matmul ladder: C = A @ B (float32) from a naive loop nest up to packed panels and a register-blocked micro-kernel.
 
-Every rung is a kernel-IR ``Kernel`` built through ``infopt.codegen`` and correct on any M, N, K
+Every rung is a kernel-IR ``Kernel`` built with ``infopt.schedule``'s primitives and correct on any M, N, K
 (sizes need not be multiples of any tile):
 
 - ``naive``: i-j-k, the textbook order (B walked down a column: one cache line per multiply-add).
@@ -23,15 +23,37 @@ Every rung is a kernel-IR ``Kernel`` built through ``infopt.codegen`` and correc
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 
-from .kernel_ir import Assign, Buffer, Const, Expr, If, Kernel, Loop, Stmt, Store, Var, cmp, loop, minimum, select
-from .schedule import reorder, split, vectorize
-from .tuned import RegisterShape, host_register_shape
+from ..codegen.expr import Buffer, Const, Expr, Var, cmp, minimum, select
+from ..codegen.kernel_ir import Assign, If, Kernel, Loop, Stmt, Store, loop
+from ..codegen.llvm_jit import host_vector_bits
+from .loop_primitives import reorder, split, vectorize
 
 RUNGS = ("naive", "interchanged", "tiled", "packed", "packed_mt")
+
+
+@dataclass(frozen=True)
+class RegisterShape:
+    """The micro-kernel's register tile: ``mr`` rows of A times ``nr`` columns of B, in ``bits``-wide vectors."""
+
+    mr: int
+    nr: int
+    bits: int
+
+    @property
+    def lanes(self) -> int:
+        """float32 lanes per vector register."""
+        return self.bits // 32
+
+
+def host_register_shape() -> RegisterShape:
+    """A register tile that fits this host: 8x32 on AVX-512 (32 zmm), 6x16 on AVX2 (16 ymm), 4x8 otherwise."""
+    bits = host_vector_bits()
+    return {512: RegisterShape(8, 32, 512), 256: RegisterShape(6, 16, 256)}.get(bits, RegisterShape(4, 8, 128))
 
 
 def _bufs(M: int, N: int, K: int) -> tuple[Buffer, Buffer, Buffer]:
@@ -171,11 +193,11 @@ class MatmulRung:
         self.threads = threads if name == "packed_mt" else 1
         self.kernel = BUILDERS[name](M, N, K, **({"threads": threads} if name == "packed_mt" else {}), **kw)
         if name.startswith("packed"):
-            from .tuned import compile_tuned
+            from ..codegen.compiled import compile_tuned
 
             self.compiled = compile_tuned(self.kernel, loop_vectorize=False)
         else:
-            from .compiled import compile_kernel
+            from ..codegen.compiled import compile_kernel
 
             self.compiled = compile_kernel(self.kernel)
         self._temps = [np.empty(b.shape, np.float32) for b in self.kernel.buffers if b.role == "temp"]
@@ -197,7 +219,7 @@ class MatmulRung:
         """``a @ b`` (float32, C-contiguous) into ``out`` (allocated when None)."""
         M, N, K = self.shape
         c = np.empty((M, N), np.float32) if out is None else out
-        if self.compiled.par is not None:
+        if self.compiled.par is not None and not self.compiled.checked:
             for x, want in ((a, (M, K)), (b, (K, N)), (c, (M, N))):
                 if not (isinstance(x, np.ndarray) and x.dtype == np.float32 and x.shape == want
                         and x.flags.c_contiguous):

@@ -5,6 +5,8 @@ guards on indices and index arithmetic are evaluated; float values are not), so 
 scheduled kernel at small sizes is exact. Scalars (``Assign``) live in registers and make no
 traffic. Each entry is (buffer, flat element index, is_write); ``Trace.addresses`` lays the buffers
 out one after another (each aligned to ``align`` bytes) to give byte addresses for a cache model.
+The kernel is verified first; an access the bounds prover could not decide is checked as it is traced
+(``OutOfBoundsError``, as the compiled kernel would raise).
 """
 from __future__ import annotations
 
@@ -12,9 +14,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .kernel_ir import (
-    Assign, Bin, BitCast, Call, Cast, Cmp, Const, Expr, If, Kernel, KernelError, Load, Loop, Select, Stmt, Store, Var,
-)
+from ..codegen.bounds import BoundsReport
+from ..codegen.expr import Buffer, Expr, KernelError, Load
+from ..codegen.kernel_ir import Assign, If, Kernel, Loop, Stmt, Store
+from ..codegen.kernel_verify import check_kernel
+from ..codegen.py_index import NAMESPACE, VAR_PREFIX, index_source
+from ..codegen.walk import iter_postorder
 
 ITEMSIZE = {"f32": 4, "f64": 8, "i32": 4, "i64": 8}
 
@@ -56,105 +61,114 @@ class Trace:
             raise KeyError(f"no buffer {buffer!r} in the trace; buffers: {self.buffers}")
         return self.buffer_ids == self.buffers.index(buffer)
 
+    def touch_windows(self, shapes: dict[str, tuple[int, int]], windows: int = 40) -> dict[str, np.ndarray]:
+        """Per 2-D buffer, an array (windows, rows, cols): 2 = touched in that time window, 1 = earlier, 0 = not yet.
+
+        The run is cut into ``windows`` equal stretches of accesses (what the tiling explorer animates).
+        """
+        n = len(self)
+        edges = np.linspace(0, n, windows + 1).astype(int)
+        out = {}
+        for name, (r, c) in shapes.items():
+            mask = self.of(name)
+            pos = np.nonzero(mask)[0]
+            idx = self.indices[mask]
+            z = np.zeros((windows, r * c), np.int8)
+            seen = np.zeros(r * c, bool)
+            for f in range(windows):
+                sel = (pos >= edges[f]) & (pos < edges[f + 1])
+                now = np.zeros(r * c, bool)
+                now[idx[sel]] = True
+                z[f] = np.where(now, 2, np.where(seen, 1, 0))
+                seen |= now
+            out[name] = z.reshape(windows, r, c)
+        return out
+
 
 class _PyGen:
-    def __init__(self, k: Kernel) -> None:
+    """Kernel -> the source of a Python function that appends one code per access (no values computed)."""
+
+    def __init__(self, k: Kernel, report: BoundsReport) -> None:
         self.k = k
         self.ids = {b.name: n for n, b in enumerate(k.buffers)}
         self.nb = len(k.buffers)
         self.lines: list[str] = []
+        self.path: list[int] = []
+        self.checked = {site.key: n for n, site in enumerate(report.checked_sites)}
 
     def ix(self, e: Expr) -> str:
-        if isinstance(e, Const):
-            return repr(int(e.value)) if e.dtype not in ("f32", "f64") else repr(float(e.value))
-        if isinstance(e, Var):
-            return "v_" + e.name
-        if isinstance(e, Bin):
-            a, b = self.ix(e.a), self.ix(e.b)
-            if e.op in ("max", "min"):
-                return f"{e.op}({a}, {b})"
-            if e.op == "//":
-                return f"_tdiv({a}, {b})"
-            if e.op == "%":
-                return f"_tmod({a}, {b})"
-            return f"({a} {e.op} {b})"
-        if isinstance(e, Cmp):
-            return f"({self.ix(e.a)} {e.op} {self.ix(e.b)})"
-        raise KernelError(f"kernel {self.k.name}: the trace needs index/bound/guard expressions made of loop "
-                          f"variables and integers, got {e!r}")
+        try:
+            return index_source(e, "trace")
+        except KernelError as err:
+            raise KernelError(f"kernel {self.k.name}: {err} (index, bound and guard expressions)") from None
 
     def loads(self, e: Expr, ind: str) -> None:
         """Emit the loads inside ``e`` (operands before the value that uses them)."""
-        if isinstance(e, Load):
-            for i in e.indices:
-                self.loads(i, ind)
-            self.emit_access(e.buffer, e.indices, 0, ind)
-        elif isinstance(e, (Bin, Cmp)):
-            self.loads(e.a, ind)
-            self.loads(e.b, ind)
-        elif isinstance(e, Select):
-            for x in (e.cond, e.a, e.b):
-                self.loads(x, ind)
-        elif isinstance(e, Call):
-            for a in e.args:
-                self.loads(a, ind)
-        elif isinstance(e, (Cast, BitCast)):
-            self.loads(e.a, ind)
+        for x in iter_postorder(e):
+            if isinstance(x, Load):
+                self.emit_access(x.buffer, x.indices, 0, ind, x)
 
-    def emit_access(self, buf, indices, w: int, ind: str) -> None:
+    def emit_access(self, buf: Buffer, indices, w: int, ind: str, load: Load | None) -> None:
+        site = self.checked.get((tuple(self.path), load))
+        if site is not None:
+            ix = ", ".join(self.ix(i) for i in indices)
+            inside = " and ".join(f"0 <= _i[{d}] < {n}" for d, n in enumerate(buf.shape))
+            self.lines.append(f"{ind}_i = ({ix},)")
+            self.lines.append(f"{ind}if not ({inside}): _oob({site}, _i, locals())")
         flat = " + ".join(f"({self.ix(i)}) * {s}" for i, s in zip(indices, buf.strides)) or "0"
         self.lines.append(f"{ind}_ap((({flat}) * {self.nb} + {self.ids[buf.name]}) * 2 + {w})")
+
+    def body(self, stmts, ind: str, first: int = 0) -> None:
+        for n, s in enumerate(stmts):
+            self.path.append(first + n)
+            self.stmt(s, ind)
+            self.path.pop()
 
     def stmt(self, s: Stmt, ind: str) -> None:
         if isinstance(s, Store):
             self.loads(s.value, ind)
             for i in s.indices:
                 self.loads(i, ind)
-            self.emit_access(s.buffer, s.indices, 1, ind)
+            self.emit_access(s.buffer, s.indices, 1, ind, None)
         elif isinstance(s, Assign):
             self.loads(s.value, ind)
         elif isinstance(s, Loop):
-            v = "v_" + s.var.name
+            v = VAR_PREFIX + s.var.name
             self.lines.append(f"{ind}for {v} in range({self.ix(s.start)}, {self.ix(s.stop)}, {s.step}):")
             self.lines.append(f"{ind}    if len(_out) > _limit: raise _TooLong()")
-            for b in s.body:
-                self.stmt(b, ind + "    ")
+            self.body(s.body, ind + "    ")
             if not s.body:
                 self.lines.append(f"{ind}    pass")
         elif isinstance(s, If):
             self.lines.append(f"{ind}if {self.ix(s.cond)}:")
-            for b in s.then or ():
-                self.stmt(b, ind + "    ")
+            self.body(s.then, ind + "    ")
             self.lines.append(f"{ind}    pass")
             if s.orelse:
                 self.lines.append(f"{ind}else:")
-                for b in s.orelse:
-                    self.stmt(b, ind + "    ")
+                self.body(s.orelse, ind + "    ", len(s.then))
         else:
             raise KernelError(f"cannot trace statement {s!r}")
-
-
-def _tdiv(a: int, b: int) -> int:
-    q = abs(a) // abs(b)
-    return q if (a >= 0) == (b > 0) else -q
-
-
-def _tmod(a: int, b: int) -> int:
-    return a - b * _tdiv(a, b)
 
 
 def trace_kernel(kernel: Kernel, max_accesses: int = 4_000_000) -> Trace:
     """Every load and store of one run of ``kernel``, in program order (raises TraceTooLong past ``max_accesses``)."""
     if not isinstance(kernel, Kernel):
         raise KernelError(f"trace_kernel needs a Kernel, got {type(kernel).__name__}")
-    g = _PyGen(kernel)
+    report = check_kernel(kernel)
+    g = _PyGen(kernel, report)
     g.lines.append("def _run():")
-    for s in kernel.body:
-        g.stmt(s, "    ")
+    g.body(kernel.body, "    ")
     g.lines.append("    pass")
     out: list[int] = []
-    env = {"_out": out, "_ap": out.append, "_limit": int(max_accesses), "_TooLong": TraceTooLong,
-           "_tdiv": _tdiv, "_tmod": _tmod}
+
+    def oob(site: int, index: tuple, scope: dict) -> None:
+        record = [site + 1, *index]
+        record += [0] * (1 + report.index_slots - len(record))
+        record += [scope[VAR_PREFIX + v] for v in report.checked_sites[site].loop_vars]
+        raise report.runtime_error(record)
+
+    env = {"_out": out, "_ap": out.append, "_limit": int(max_accesses), "_TooLong": TraceTooLong, "_oob": oob,
+           **NAMESPACE}
     exec(compile("\n".join(g.lines), f"<trace {kernel.name}>", "exec"), env)  # noqa: S102 - code we generated
     try:
         env["_run"]()

@@ -1,6 +1,6 @@
-"""Memory accesses of a loop nest: affine index forms, reads and writes per buffer, reduction variables.
+"""Memory accesses of a loop nest for legality tests: reads and writes per buffer, reduction variables.
 
-Schedule primitives (``infopt.codegen.schedule``) use these to decide legality. The test is the
+Schedule primitives (``infopt.schedule.loop_primitives``, ``placement``) use these to decide legality. The test is the
 classic conservative one for the loop nests of unit 06: a statement group may be reordered or
 fused when every buffer it writes is read and written at one index tuple only (each iteration owns
 its element); loop variables absent from those written indices are *reduction* variables, whose
@@ -10,50 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .kernel_ir import Assign, Bin, Body, Const, Expr, If, Load, Loop, Store, Var, INT_DTYPES
-from .printer import expr_text
-from .rewrite import iter_stmts
-from .verify import iter_exprs
-
-Affine = dict[str, int]  # variable name -> coefficient; key "" holds the constant
-
-
-def affine(e: Expr) -> Affine | None:
-    """``e`` as {var: coefficient, "": constant} when it is affine in integer variables, else None."""
-    if isinstance(e, Const) and e.dtype in INT_DTYPES:
-        return {"": int(e.value)}
-    if isinstance(e, Var) and e.dtype in INT_DTYPES:
-        return {e.name: 1}
-    if isinstance(e, Bin) and e.op in ("+", "-"):
-        a, b = affine(e.a), affine(e.b)
-        if a is None or b is None:
-            return None
-        out = dict(a)
-        for k, v in b.items():
-            out[k] = out.get(k, 0) + (v if e.op == "+" else -v)
-        return {k: v for k, v in out.items() if v != 0 or k == ""}
-    if isinstance(e, Bin) and e.op == "*":
-        for x, c in ((e.a, e.b), (e.b, e.a)):
-            if isinstance(c, Const):
-                r = affine(x)
-                return None if r is None else {k: v * int(c.value) for k, v in r.items()}
-    return None
-
-
-def affine_vars(e: Expr) -> set[str]:
-    """Names of the variables an expression mentions."""
-    return {x.name for x in iter_exprs(e) if isinstance(x, Var)}
-
-
-def const_diff(a: Expr, b: Expr) -> int | None:
-    """``a - b`` when it is a constant (both affine with equal variable parts), else None."""
-    fa, fb = affine(a), affine(b)
-    if fa is None or fb is None:
-        return None
-    keys = (set(fa) | set(fb)) - {""}
-    if any(fa.get(k, 0) != fb.get(k, 0) for k in keys):
-        return None
-    return fa.get("", 0) - fb.get("", 0)
+from ..codegen.affine import const_diff
+from ..codegen.expr import INT_DTYPES, Bin, Expr, Var, index_text
+from ..codegen.kernel_ir import Assign, Body, Loop
+from ..codegen.walk import accesses, free_vars, iter_exprs, iter_stmts
 
 
 def max_extent(lp: Loop) -> int | None:
@@ -89,34 +49,14 @@ class Accesses:
 def collect(body: Body) -> Accesses:
     """All buffer and scalar accesses in ``body`` (loop bounds and if conditions included)."""
     acc = Accesses()
-
-    def reads_of(e: Expr) -> None:
-        for x in iter_exprs(e):
-            if isinstance(x, Load):
-                acc.reads.setdefault(x.buffer.name, []).append(x.indices)
-            elif isinstance(x, Var) and x.dtype not in INT_DTYPES:
-                acc.scalars_read.add(x.name)
-
+    for s, buf, ix, is_write in accesses(body):
+        (acc.writes if is_write else acc.reads).setdefault(buf.name, []).append(ix)
     for s in iter_stmts(body):
-        if isinstance(s, Store):
-            for i in s.indices:
-                reads_of(i)
-            reads_of(s.value)
-            acc.writes.setdefault(s.buffer.name, []).append(s.indices)
-        elif isinstance(s, Assign):
-            reads_of(s.value)
+        for e in s.exprs:
+            acc.scalars_read |= {x.name for x in iter_exprs(e) if isinstance(x, Var) and x.dtype not in INT_DTYPES}
+        if isinstance(s, Assign):
             acc.scalars_written.append(s.var.name)
-        elif isinstance(s, Loop):
-            reads_of(s.start)
-            reads_of(s.stop)
-        elif isinstance(s, If):
-            reads_of(s.cond)
     return acc
-
-
-def index_text(ix: tuple[Expr, ...]) -> str:
-    """``[i, j]`` for messages."""
-    return "[" + ", ".join(expr_text(i) for i in ix) + "]"
 
 
 def single_index_conflicts(acc: Accesses) -> list[str]:
@@ -138,7 +78,7 @@ def reduction_vars(acc: Accesses, loop_vars: list[str]) -> list[str]:
     for ws in acc.writes.values():
         for ix in ws:
             for i in ix:
-                used |= affine_vars(i)
+                used |= free_vars(i)
     return [v for v in loop_vars if v not in used]
 
 
@@ -149,27 +89,15 @@ def carried_scalars(body: Body) -> list[str]:
 
     def visit(stmts: Body) -> None:
         for s in stmts:
-            exprs: list[Expr] = []
-            if isinstance(s, Store):
-                exprs = [s.value, *s.indices]
-            elif isinstance(s, Assign):
-                exprs = [s.value]
-            elif isinstance(s, Loop):
-                exprs = [s.start, s.stop]
-            elif isinstance(s, If):
-                exprs = [s.cond]
-            for e in exprs:
+            for e in s.exprs:
                 for x in iter_exprs(e):
                     if isinstance(x, Var) and x.dtype not in INT_DTYPES and x.name not in assigned \
                             and x.name not in carried:
                         carried.append(x.name)
             if isinstance(s, Assign):
                 assigned.add(s.var.name)
-            elif isinstance(s, Loop):
-                visit(s.body)
-            elif isinstance(s, If):
-                visit(s.then)
-                visit(s.orelse)
+            for b in s.bodies:
+                visit(b)
 
     visit(body)
     return carried
@@ -182,14 +110,14 @@ def spatial_vars(acc: Accesses, loops: list[Loop]) -> set[str]:
     for ws in acc.writes.values():
         for ix in ws:
             for i in ix:
-                used |= affine_vars(i)
+                used |= free_vars(i)
     names = {lp.var.name for lp in loops}
     changed = True
     while changed:
         changed = False
         for lp in loops:
             if lp.var.name in used:
-                extra = (affine_vars(lp.start) | affine_vars(lp.stop)) & names - used
+                extra = (free_vars(lp.start) | free_vars(lp.stop)) & names - used
                 if extra:
                     used |= extra
                     changed = True
