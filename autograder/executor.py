@@ -28,6 +28,7 @@ from .verdicts import trusted_before
 TEXT_CAP = 4000  # characters of each cell's output kept for feedback
 _POLL_S = 0.1
 _GRACE_S = 2.0   # after a trigger's reply, how long a verdict that never started may still begin
+_REPLY_S = 10.0  # after a trigger's last record, how long its execute reply may take (a loaded machine is slow)
 _KERNEL_LOG_CAP = 256 * 1024
 
 
@@ -81,7 +82,7 @@ class _Runner:
         """Run code; return {'status', 'reply', 'ename', 'evalue', 'traceback', 'output', 'output_bytes', 'seconds'}.
 
         With `until` (a trigger), also wait for the record it names: the cell is done when that record arrived
-        (and the reply, or 2 s more), or when the reply came and `begun()` stayed false for a grace period."""
+        (and the reply, or 10 s more), or when the reply came and `begun()` stayed false for a grace period."""
         start = time.monotonic()
         msg_id = self.kc.execute(code, store_history=store_history, allow_stdin=False, stop_on_error=False)
         result = {"status": "", "reply": "", "ename": "", "evalue": "", "traceback": "", "output": "",
@@ -105,7 +106,7 @@ class _Runner:
             else:
                 if arrived_at is None and until():
                     arrived_at = now
-                if arrived_at is not None and (executed or now > arrived_at + 2.0):
+                if arrived_at is not None and (executed or now > arrived_at + _REPLY_S):
                     break
                 if executed and not (begun and begun()) and now > reply_at + _GRACE_S:
                     break
@@ -413,7 +414,8 @@ def _run_test(runner: _Runner, sealer: Sealer, channel: Channel, evidence: _Evid
         if out["status"] == "died":
             return CellResult(index, "test", cell.get("grade_id"), "died", seconds=round(out["seconds"], 3))
         if verdict is None:
-            problems.append("a probe gave no verdict" + (" (it ran past 10 s)" if out["status"] == "timeout" else ""))
+            late = f" (it ran past {PROBE_SECONDS:g} s)" if out["status"] == "timeout" else ""
+            problems.append("a probe gave no verdict" + late)
         elif verdict.get("status") != "err":
             problems.append("a probe that must fail passed (the checking machinery was changed)")
         if problems:

@@ -64,8 +64,10 @@ def load_unit(unit: str, source: Path | None = None, release: Path | None = None
                     part.startswith(".") for part in rel.parts) and path.suffix != ".ipynb"
                     and path.stat().st_size < 64 * 2**20):
                 files[str(rel)] = path.read_bytes()
-    public = [line for cell in release_nb.get("cells", []) for line in
-              ("".join(cell["source"]) if isinstance(cell.get("source"), list) else cell.get("source", "")).splitlines()]
+    public = []
+    for cell in release_nb.get("cells", []):
+        source = cell.get("source", "")
+        public += ("".join(source) if isinstance(source, list) else source).splitlines()
     scrubber = Scrubber(secret_lines(c.source for c in master if c.kind in ("solution", "test", "manual")), public)
     return Unit(unit, master, release_nb, files, scrubber)
 

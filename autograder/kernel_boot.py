@@ -23,8 +23,9 @@ How a test runs (the grader's side is autograder/verdicts.py):
   showtraceback, sys.excepthook, ipykernel's do_execute and reply path) are what they were before any student code,
   and writes a signed record to the channel. The trigger then returns, or raises when the test failed, so a kernel
   whose replies disagree with the signed verdict has had its execution machinery replaced.
-- The audit hook blocks the introspection that could reach the signer (gc object walks, other threads' frames,
-  trace and profile functions, ctypes lookups of interpreter symbols, /proc/*/mem), reports writes to the kernel's
+- The audit hook blocks the introspection that could reach the signer or move a running test (gc object walks,
+  other threads' frames, new audit hooks, ctypes lookups of interpreter symbols, /proc/*/mem; trace and profile
+  functions while a test runs), reports writes to the kernel's
   startup folders (IPython startup and config, usercustomize/sitecustomize, .pth), and records every attempt as a
   signed incident the grader flags.
 
@@ -32,7 +33,7 @@ What this cannot stop: code that rewrites interpreter memory with ctypes (memmov
 in-process check; such code is flagged by the static scan when it names ctypes' raw-memory functions.
 """
 try:  # the grader imports this module; the kernel runs it in a namespace where sealed.py was run first
-    from .sealed import RECORD_MAGIC, seal, sign_line, subkeys, unseal  # noqa: F401
+    from .sealed import sign_line, subkeys, unseal
 except ImportError:
     pass
 
@@ -88,7 +89,7 @@ def boot(here: str) -> None:
     fd = os.open(channel, os.O_WRONLY)
     os.unlink(channel)
     _undumpable()
-    shared = {"queue": [], "wake": _thread.allocate_lock(), "signer": [None], "armed": [False]}
+    shared = {"queue": [], "wake": _thread.allocate_lock(), "signer": [None], "armed": [False], "testing": [False]}
     shared["wake"].acquire()
     started = _thread.allocate_lock()
     started.acquire()
@@ -118,11 +119,13 @@ def _dispatcher(shared: dict):
     import posix
     import sys
 
-    queue, wake, signer, armed = shared["queue"], shared["wake"], shared["signer"], shared["armed"]
+    queue, wake, signer, armed, testing = (shared["queue"], shared["wake"], shared["signer"], shared["armed"],
+                                           shared["testing"])
     getframe, get_ident, allocate, getcwd = sys._getframe, _thread.get_ident, _thread.allocate_lock, posix.getcwd
     copy_context = _contextvars.copy_context
     blocked = frozenset({"gc.get_objects", "gc.get_referrers", "gc.get_referents", "sys._current_frames",
-                         "sys.settrace", "sys.setprofile", "sys.addaudithook"})
+                         "sys.addaudithook"})
+    while_testing = frozenset({"sys.settrace", "sys.setprofile"})  # a trace function could move a running test
     paths = frozenset({"open", "os.mkdir", "os.rename", "os.symlink", "os.link", "shutil.copyfile",
                        "shutil.copytree", "shutil.move"})
     writing = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
@@ -156,10 +159,16 @@ def _dispatcher(shared: dict):
                 if answer is not None:
                     raise AssertionError(answer)
             return
-        if not armed[0] or (event not in blocked and event not in paths and event != "ctypes.dlsym"):
+        if not armed[0] or (event not in blocked and event not in paths and event not in while_testing
+                            and event != "ctypes.dlsym"):
             return
         if get_ident() == signer[0]:
             return
+        if event in while_testing:
+            if not testing[0]:
+                return  # cProfile or a debugger between tests cannot reach a test's thread
+            ask("incident", None, ("blocked", event + "() was called while a test ran"))
+            raise RuntimeError(f"the grading kernel does not allow {event}() while a test runs")
         if event in blocked:
             ask("incident", None, ("blocked", event + "() was called; the grading kernel does not allow it"))
             raise RuntimeError(f"the grading kernel does not allow {event}()")
@@ -213,7 +222,7 @@ def _signer(key: bytes, fd: int, shared: dict, started) -> None:
     import types
 
     shared["signer"][0] = _thread.get_ident()
-    queue, wake, armed = shared["queue"], shared["wake"], shared["armed"]
+    queue, wake, armed, testing = shared["queue"], shared["wake"], shared["armed"], shared["testing"]
     started.release()
     _, mac_key = subkeys(key)
     quote, frame_type, code_type = _json.encode_basestring_ascii, types.FrameType, types.CodeType
@@ -277,6 +286,7 @@ def _signer(key: bytes, fd: int, shared: dict, started) -> None:
                    "ns": ns, "verdict": None, "trigger": req, "ident": None,
                    "trusted": state["snapshot"].resolve(payload.get("trusted", ()))}
         state["current"] = current
+        testing[0] = True
         context = req[6]
         current["ident"] = (start_thread(context.run, (exec, code, ns)) if type(context) is context_type
                             else start_thread(exec, (code, ns)))
@@ -309,6 +319,7 @@ def _signer(key: bytes, fd: int, shared: dict, started) -> None:
                 verdict(current, "none")
             emit("end", (("seq", current["seq"]), ("cell", current["cell"])))
             state["current"] = None
+            testing[0] = False
             finish(current["trigger"], None if current["verdict"] == "ok" else "the test failed")
         elif current["verdict"] is None:
             current["verdict"] = what
@@ -376,9 +387,9 @@ class _Snapshot:
             if name in loaded:
                 self._watch_module("void", name, loaded[name])
         for name, module in loaded.items():
-            if (name == "infopt" or name.startswith("infopt.")) and name not in self.modules and type(module) is type(sys):
-                if not name.startswith("infopt.grading"):
-                    self._watch_module("flag", name, module)
+            library = name == "infopt" or (name.startswith("infopt.") and not name.startswith("infopt.grading"))
+            if library and name not in self.modules and type(module) is type(sys):
+                self._watch_module("flag", name, module)
         self._watch_ipython()
         import threading
 

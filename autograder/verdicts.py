@@ -24,7 +24,7 @@ from .sealed import check_line, seal, subkeys
 CHECKER_MODULES = ("numpy", "numpy.testing", "numpy.testing._private.utils", "math", "re", "infopt.grading",
                    "infopt.grading.arrays", "infopt.grading.checks", "infopt.grading.errors",
                    "infopt.grading.format", "infopt.grading.structural")
-PROBE_SECONDS = 10.0
+PROBE_SECONDS = 30.0  # generous: a probe that never answers voids the test, so a loaded machine must not cause one
 _CANARIES = (
     "_result = {a}\nassert _result == {b}, 'expected {b}'\n",
     "__import__('infopt.grading', fromlist=['check_equal']).check_equal({a}, {b}, name='result')\n",

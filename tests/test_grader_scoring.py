@@ -73,11 +73,13 @@ def test_a_changed_checker_or_a_missing_verdict_voids_the_test_and_flags():
     assert record["status"] == "flagged" and record["total"] == 0.0
     assert [t["status"] for t in record["tests"]] == ["untrusted", "no_verdict"]
     assert "assert_allclose" in record["tests"][0]["message"] and "no verdict" in record["tests"][1]["message"]
-    assert any("checking machinery" in f for f in record["flags"]) and any("execute reply" in f for f in record["flags"])
+    assert any("checking machinery" in f for f in record["flags"])
+    assert any("execute reply" in f for f in record["flags"])
 
 
 def test_failure_message_shows_only_the_students_own_frames():
-    student = GradedCell("solution", "def f(x):\n    return helper(x)\ndef helper(x):\n    raise ValueError('bad')", "f")
+    source = "def f(x):\n    return helper(x)\ndef helper(x):\n    raise ValueError('bad')"
+    student = GradedCell("solution", source, "f")
     frames = [["/tmp/ipykernel_1/2.py", 2, "f", "return helper(x)"],
               ["/tmp/ipykernel_1/2.py", 4, "helper", "raise ValueError('bad')"],
               ["/venv/site-packages/numpy/core.py", 10, "inner", "raise ValueError(msg)"],

@@ -1,6 +1,5 @@
 """Sandbox identities: a uid no two live sandboxes share, across grader processes, and two graders run at once."""
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path

@@ -91,7 +91,8 @@ def test_probes_are_the_size_of_the_test_they_precede():
 def test_trusted_names_are_the_checker_imports_of_the_instructors_cells():
     assert imported_names("import numpy as np\nfrom infopt.grading import check_array as ca\nimport a.b") == (
         ("np", "numpy", ""), ("ca", "infopt.grading", "check_array"), ("a", "a", ""))
-    cells = [{"kind": "code", "author": "instructor", "source": "import numpy as np\nfrom infopt.grading import check_equal"},
+    cells = [{"kind": "code", "author": "instructor",
+              "source": "import numpy as np\nfrom infopt.grading import check_equal"},
              {"kind": "solution", "author": "student", "source": "from infopt.grading import check_array"},
              {"kind": "test", "author": "instructor", "source": "import math"},
              {"kind": "code", "author": "instructor", "source": "import torch as np"}]
