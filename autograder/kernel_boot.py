@@ -192,18 +192,37 @@ def _dispatcher(shared: dict):
         else:
             targets = tuple(t for t in (as_text(a) for a in args[:2]) if t is not None)
         for path in targets:
-            if _startup_path(path):
+            if startup_file(path):
                 ask("incident", None, ("startup", event + " " + path[-200:]))
                 return
 
     return dispatch
 
 
-def _startup_path(path: str) -> bool:
-    """True for files and folders a kernel reads when it starts (IPython startup/config, user site, .pth files)."""
-    low = path.rstrip("/")
-    return ("/.ipython/" in low + "/" or "/.jupyter/" in low + "/" or "/.config/ipython" in low
-            or "/.local/lib/python" in low or low.endswith(("sitecustomize.py", "usercustomize.py", ".pth")))
+def startup_file(path: str) -> bool:
+    """True for a file a Python, IPython or Jupyter start would read (a POSIX path, absolute or from the home): IPython
+    startup scripts, profile config and extensions, Jupyter and ~/.config/ipython config, the user site-packages,
+    usercustomize.py / sitecustomize.py and .pth files. Files IPython writes itself (startup/README) are not."""
+    parts = [part for part in path.split("/") if part and part != "."]
+    if not parts:
+        return False
+    name = parts[-1]
+    if name in ("usercustomize.py", "sitecustomize.py") or name.endswith(".pth"):
+        return True
+    for at, part in enumerate(parts[:-1]):
+        rest = parts[at + 1:]
+        if part == ".ipython" and rest[0].startswith("profile_"):
+            if len(rest) >= 3 and rest[1] == "startup":
+                return not name.startswith("README")
+            if len(rest) == 2 and (name.endswith("_config.py") or name.endswith("_config.json")):
+                return True
+        if part == ".ipython" and rest[0] in ("extensions", "nbextensions") and len(rest) >= 2:
+            return True
+        if (part == ".jupyter" and "runtime" not in rest) or (part == ".config" and rest[0] == "ipython"):
+            return True
+        if part == ".local" and len(rest) >= 3 and rest[0] == "lib" and rest[1].startswith("python"):
+            return True
+    return False
 
 
 # --- the signer thread: the only holder of the key -------------------------------------------------------------

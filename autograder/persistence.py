@@ -9,21 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-_NAMES = ("usercustomize.py", "sitecustomize.py", "ipython_config.py", "ipython_kernel_config.py",
-          "jupyter_config.py", "jupyter_config.json", "ipython_config.json")
-
-
-def _is_startup(parts: tuple[str, ...], name: str) -> bool:
-    """True for a file `name` in folder `parts` (relative to the home) that a kernel start would read."""
-    if name in _NAMES or name.endswith(".pth"):
-        return True
-    if len(parts) >= 2 and parts[-1] == "startup" and parts[-2].startswith("profile_"):
-        return not name.startswith("README")  # IPython writes startup/README itself
-    if ".ipython" in parts and {"extensions", "nbextensions"} & set(parts):
-        return True
-    if len(parts) >= 3 and parts[:2] == (".local", "lib") and parts[2].startswith("python"):
-        return True
-    return parts[:2] == (".config", "ipython") or ".jupyter" in parts
+from .kernel_boot import startup_file
 
 
 def startup_files(home: Path, limit: int = 20) -> list[str]:
@@ -31,10 +17,10 @@ def startup_files(home: Path, limit: int = 20) -> list[str]:
     home = Path(home)
     found: list[str] = []
     for folder, dirs, files in os.walk(home, followlinks=False):
-        parts = Path(folder).relative_to(home).parts
+        rel = Path(folder).relative_to(home)
         for name in files + [d for d in dirs if os.path.islink(os.path.join(folder, d))]:
-            if _is_startup(parts, name):
-                found.append(str(Path(*parts, name)))
+            if startup_file(str(rel / name)):
+                found.append(str(rel / name))
                 if len(found) >= limit:
                     return found
     return found

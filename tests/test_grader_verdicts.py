@@ -6,7 +6,8 @@ import sys
 
 import pytest
 
-from autograder.kernel_boot import AUDIT, DETAIL, END_LINE, ERR_LINE, EXC_INFO, OK_LINE, _startup_path
+from autograder.kernel_boot import AUDIT, DETAIL, END_LINE, ERR_LINE, EXC_INFO, OK_LINE, startup_file
+from autograder.persistence import startup_files
 from autograder.sealed import check_line, seal, sign_line, subkeys, unseal
 from autograder.verdicts import Channel, Sealer, imported_names, trusted_before, wrap_test
 
@@ -101,9 +102,18 @@ def test_trusted_names_are_the_checker_imports_of_the_instructors_cells():
     assert ("np", "numpy", "") not in trusted_before(cells, 3), "a later non-checker binding replaces the name"
 
 
-def test_startup_paths():
-    for path in ("/home/s/.ipython/profile_default/startup/00.py", "/tmp/.ipython", "/x/usercustomize.py",
-                 "/home/s/.local/lib/python3.11/site-packages/x.py", "/a/b.pth", "/home/s/.jupyter/jupyter_config.py"):
-        assert _startup_path(path), path
-    for path in ("/home/s/work.py", "/tmp/.jupyter-runtime/kernel.json", "/home/s/ipython_notes.txt"):
-        assert not _startup_path(path), path
+def test_startup_files(tmp_path):
+    for path in ("/home/s/.ipython/profile_default/startup/00.py", ".ipython/profile_x/ipython_config.py",
+                 "/x/usercustomize.py", "/home/s/.local/lib/python3.11/site-packages/x.py", "/a/b.pth",
+                 "/home/s/.jupyter/jupyter_config.py", ".config/ipython/profile_default/startup/a.ipy",
+                 "/tmp/.ipython/extensions/ext.py"):
+        assert startup_file(path), path
+    for path in ("/home/s/work.py", "/tmp/.jupyter-runtime/kernel.json", "/home/s/ipython_notes.txt",
+                 ".ipython/profile_default/startup/README", ".ipython/profile_default/history.sqlite", ".ipython"):
+        assert not startup_file(path), path
+    planted = tmp_path / ".ipython" / "profile_default" / "startup"
+    planted.mkdir(parents=True)
+    (planted / "README").write_text("IPython's own")
+    (planted / "00-x.py").write_text("x = 1")
+    (tmp_path / "notes.py").write_text("")
+    assert startup_files(tmp_path) == [".ipython/profile_default/startup/00-x.py"]
