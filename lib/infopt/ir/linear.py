@@ -11,7 +11,9 @@ from typing import Any, Mapping, Sequence, Union
 
 import numpy as np
 
-from .graph import Graph, GraphError, Node
+from .errors import GraphError
+from .graph import Graph
+from .node import Node
 from .types import TensorType
 
 Src = Union[int, tuple[int, int], str, None]

@@ -9,9 +9,10 @@ from typing import Any
 
 import numpy as np
 
-from .graph import Graph, GraphError, Node
+from .errors import GraphError, UnsupportedOpError
+from .graph import Graph
+from .node import Node
 from .ops import get_op, infer_node
-from .ops.registry import UnsupportedOpError
 from .types import TensorType
 
 
