@@ -195,8 +195,9 @@ def _input_type(vi, hint: str) -> TensorType:
     """The static TensorType of a graph input, or an error naming it and saying what to do."""
     what = f"graph input {vi.name!r}"
     if not vi.type.HasField("tensor_type"):
-        kind = vi.type.WhichOneof("value")
-        raise OnnxImportError(f"{what} is a {kind}, not a tensor; the infopt IR holds tensors only (re-export the "
+        kind = {"sequence_type": "a sequence", "optional_type": "an optional", "map_type": "a map",
+                "sparse_tensor_type": "a sparse tensor"}.get(vi.type.WhichOneof("value"), "not a dense tensor")
+        raise OnnxImportError(f"{what} is {kind}, not a tensor; the infopt IR holds tensors only (re-export the "
                               "model without sequences or optionals)")
     tt = vi.type.tensor_type
     try:
@@ -359,10 +360,15 @@ def _type_nodes(graph: Graph, infos: dict, layouts: dict | None, where: str, hin
             ours = infer_node(graph, node)
         except GraphError as e:
             outs = ", ".join(repr(o) for o in node.outputs if o)
+            if "must be a constant" in str(e):
+                raise OnnxImportError(
+                    f"{where}: value {outs} (output of node {node.name}, {node.op}) has no static shape: {e}. "
+                    f"{'Fix the input shapes (from_onnx(..., input_shapes=...)) or e' if hint else 'E'}xport the "
+                    f"model with static shapes{onnx_note}") from None
             raise OnnxImportError(
-                f"{where}: value {outs} (output of node {node.name}, {node.op}) has no static shape: {e}. "
+                f"{where}: node {node.name} ({node.op}) cannot be imported: {e}. "
                 f"{'Fix the input shapes (from_onnx(..., input_shapes=...)) or c' if hint else 'C'}heck the model: "
-                f"the exporter wrote inputs this node cannot take{onnx_note}") from None
+                f"the exporter wrote inputs or attributes this node cannot take{onnx_note}") from None
         except UnsupportedOpError as e:
             raise UnsupportedOpError(f"{where}: node {node.label}: {e}") from None
         for out, mine in zip(node.outputs, ours):

@@ -42,7 +42,8 @@ def _definitions(graph: Graph, problems: list[str]) -> dict[str, Any]:
         define(name, "initializer")
     for node in graph.nodes:
         for out in node.outputs:
-            define(out, node)
+            if out:  # an empty name is an absent optional output (ONNX's convention)
+                define(out, node)
     return defined
 
 
@@ -112,6 +113,8 @@ def check(graph: Graph) -> list[str]:
             problems.append(str(e))
             continue
         for out, t in zip(node.outputs, inferred):
+            if not out:
+                continue
             stored = graph.types.get(out)
             if stored is None:
                 problems.append(f"{_where(node)}: output %{out} has no type (inference gives {t})")
