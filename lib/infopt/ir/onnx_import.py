@@ -365,8 +365,9 @@ def _type_nodes(graph: Graph, infos: dict, layouts: dict | None, where: str, hin
                     f"{where}: value {outs} (output of node {node.name}, {node.op}) has no static shape: {e}. "
                     f"{'Fix the input shapes (from_onnx(..., input_shapes=...)) or e' if hint else 'E'}xport the "
                     f"model with static shapes{onnx_note}") from None
+            what = str(e) if str(e).startswith(f"node {node.label}") else f"node {node.name} ({node.op}): {e}"
             raise OnnxImportError(
-                f"{where}: node {node.name} ({node.op}) cannot be imported: {e}. "
+                f"{where}: {what}. "
                 f"{'Fix the input shapes (from_onnx(..., input_shapes=...)) or c' if hint else 'C'}heck the model: "
                 f"the exporter wrote inputs or attributes this node cannot take{onnx_note}") from None
         except UnsupportedOpError as e:
