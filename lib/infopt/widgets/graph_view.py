@@ -36,7 +36,7 @@ view_kind("normalization", "BatchNormalization", "LayerNormalization", "Softmax"
 view_kind("activation", "Relu", "Gelu", "Erf", "Sigmoid", "Tanh", "Clip", "HardSigmoid", "HardSwish")
 view_kind("pooling/reduce", "MaxPool", "AveragePool", "GlobalAveragePool", "ReduceMean", "ReduceSum", "ReduceMax",
           "ReduceMin", "ReduceProd", "NchwcMaxPool", "NchwcGlobalAveragePool")
-view_kind("arithmetic", "Add", "Sub", "Mul", "Div", "Pow", "Sqrt", "Exp", "Log", "Neg", "Abs", "Reciprocal", "Max",
+view_kind("arithmetic", "Add", "Sub", "Mul", "Div", "Mod", "Pow", "Sqrt", "Exp", "Log", "Neg", "Abs", "Reciprocal", "Max",
           "Min", "Sum", "Where", "Equal", "Less")
 view_kind("shape/layout", "Reshape", "Transpose", "Flatten", "Concat", "Split", "Squeeze", "Unsqueeze", "Slice",
           "Gather", "Expand", "Shape", "Size", "Cast", "CastLike", "ConstantOfShape", "ReorderInput", "ReorderOutput")

@@ -177,6 +177,24 @@ _binary("Sub", np.subtract, doc="a - b (broadcasting)")
 _binary("Mul", np.multiply, True, doc="a * b (broadcasting)")
 _binary("Div", _div, doc="a / b (broadcasting; integers truncate)")
 _binary("Equal", np.equal, True, out_dtype="bool", doc="a == b (broadcasting), bool")
+
+
+def _mod_infer(types: Sequence[TensorType | None], attrs: dict[str, Any]) -> list[TensorType]:
+    dt = same_dtype("Mod", types)
+    if dt in FLOAT_DTYPES and not int(attrs.get("fmod", 0)):
+        raise GraphError("Mod: floating-point inputs need fmod=1 (ONNX forbids fmod=0 for floats)")
+    shape = broadcast_shapes("Mod", *(t.shape for t in types))
+    return [TensorType(shape, dt, layout_like(shape, types))]
+
+
+def _mod(xs: Sequence[np.ndarray], attrs: dict[str, Any]) -> list[np.ndarray]:
+    a, b = xs
+    fn = np.fmod if int(attrs.get("fmod", 0)) else np.mod  # fmod: sign of a (C); mod: sign of b (Python)
+    return [as_dtype(fn(a, b), a)]
+
+
+register_op(OpDef("Mod", _mod_infer, _mod, (2, 2), elementwise=True,
+                  doc="a mod b (broadcasting): sign of b, or of a with fmod=1 (C fmod)"))
 _binary("Less", np.less, out_dtype="bool", doc="a < b (broadcasting), bool")
 
 

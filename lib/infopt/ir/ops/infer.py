@@ -19,7 +19,7 @@ from .registry import OPS, get_op
 FOLDABLE = frozenset({
     "Constant", "Shape", "Size", "Gather", "Concat", "Unsqueeze", "Squeeze", "Cast", "CastLike", "Slice", "Add",
     "Sub", "Mul", "Div", "Equal", "Less", "Where", "Identity", "Reshape", "Max", "Min", "Neg", "ReduceProd",
-    "Range", "ConstantOfShape", "Expand", "Sum", "Abs",
+    "Range", "ConstantOfShape", "Expand", "Sum", "Abs", "Mod",
 })
 MAX_FOLD_ELEMENTS = 4096
 _MAX_DEPTH = 64
