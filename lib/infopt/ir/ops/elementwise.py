@@ -181,8 +181,6 @@ _binary("Equal", np.equal, True, out_dtype="bool", doc="a == b (broadcasting), b
 
 def _mod_infer(types: Sequence[TensorType | None], attrs: dict[str, Any]) -> list[TensorType]:
     dt = same_dtype("Mod", types)
-    if dt in FLOAT_DTYPES and not int(attrs.get("fmod", 0)):
-        raise GraphError("Mod: floating-point inputs need fmod=1 (ONNX forbids fmod=0 for floats)")
     shape = broadcast_shapes("Mod", *(t.shape for t in types))
     return [TensorType(shape, dt, layout_like(shape, types))]
 
