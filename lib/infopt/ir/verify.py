@@ -160,11 +160,11 @@ def _same_attr(a: Any, b: Any) -> bool:
 
 
 def graph_diff(a: Graph, b: Graph) -> list[str]:
-    """The structural differences between two graphs (empty when they are equal): name, inputs, outputs,
+    """The structural differences between two graphs (empty when they are equal): name, inputs, outputs, opset,
     nodes in order (op, inputs, outputs, attrs, name), constants (dtype, shape, values) and value types."""
     diffs: list[str] = []
-    for field in ("name", "inputs", "outputs"):
-        if getattr(a, field) != getattr(b, field):
+    for field in ("name", "inputs", "outputs", "opset"):
+        if getattr(a, field, None) != getattr(b, field, None):
             diffs.append(f"{field}: {getattr(a, field)!r} != {getattr(b, field)!r}")
     if len(a.nodes) != len(b.nodes):
         diffs.append(f"node count: {len(a.nodes)} != {len(b.nodes)}")
