@@ -53,9 +53,9 @@ class OpDef:
     "infopt" domain, so a round trip keeps it); ``export(node, graph, opset)`` returns the nodes that write
     ``node`` at ``opset`` (a decomposition where the op does not exist yet, inputs moved to attributes...);
     None means the node is written as it is. ``onnx_import(node, opset)`` rewrites a node read at ``opset`` into
-    the IR's form where that differs (an opset-13 Split without sizes gets ``num_outputs``). ``compute_from`` names the package that registers the compute
-    of an op defined here without one: until that package registers it, ``compute`` raises an
-    UnsupportedOpError saying which package to import.
+    the IR's form where that differs (an opset-13 Split without sizes gets ``num_outputs``). ``compute_from``
+    names the package that registers the compute of an op defined here without one: until that package
+    registers it, ``compute`` raises an UnsupportedOpError saying which package to import.
     """
 
     name: str
