@@ -827,7 +827,7 @@ print("in-place candidates in the transformer block (output -> input buffer it m
 # convolution and GEMM of the fused ResNet-18, ranges from 4 random calibration inputs.
 
 # %%
-from infopt.passes.qdq import InsertQDQ, calibrate_minmax  # noqa: E402
+from infopt.quant import InsertQDQ, calibrate_minmax  # noqa: E402
 
 ranges = calibrate_minmax(fused_resnet, [random_feeds(fused_resnet, np.random.default_rng(s)) for s in range(4)])
 quantized = P.PassManager([InsertQDQ(ranges)]).run(fused_resnet)

@@ -10,7 +10,7 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 
 from ..ir.graph import GraphError
-from ..ir.ops.registry import OpDef, register_op
+from ..ir.ops.registry import register_compute
 from ..ir.types import TensorType
 from .config import AccelConfig, AccelError
 from .driver import compile_matmul
@@ -178,11 +178,7 @@ def run_layer(op: str, xs: Sequence[np.ndarray | None], attrs: dict[str, Any], c
     return finish(dram["C"]), stats, (M, N, K)
 
 
-# ----- the AccelCall op: one partition, run layer by layer on the simulator ---------------------------------
-def _call_infer(types: Sequence[TensorType | None], attrs: dict[str, Any]) -> list[TensorType]:
-    return [TensorType(tuple(s), d) for s, d in attrs["out_types"]]
-
-
+# ----- the AccelCall op (defined in infopt.ir.ops.accel_call): one partition, run layer by layer on the simulator -
 def _call_compute(xs: Sequence[np.ndarray | None], attrs: dict[str, Any]) -> list[np.ndarray]:
     config = AccelConfig(**attrs["config"])
     env = dict(zip(attrs["inputs"], xs))
@@ -196,10 +192,7 @@ def _call_compute(xs: Sequence[np.ndarray | None], attrs: dict[str, Any]) -> lis
     return [env[o] for o in attrs["outputs"]]
 
 
-register_op(OpDef(
-    "AccelCall", _call_infer, _call_compute, (0, 1 << 30),
-    doc="run an offloaded partition (MatMul/Gemm/Conv layers, ReLU fused) on the systolic-array simulator",
-))
+register_compute("AccelCall", _call_compute)
 
 
 def call_attrs(call: str, config: AccelConfig, inputs: list[str], outputs: list[str], layers: list[dict],

@@ -1,50 +1,15 @@
-"""Quantization as a graph pass (a preview; unit 12 does it fully): calibrate value ranges by running the
-graph, then insert QuantizeLinear/DequantizeLinear pairs so chosen values pass through int8/uint8."""
+"""Quantization as a graph pass (a preview of unit 12): calibrate value ranges by running the graph, then insert
+QuantizeLinear/DequantizeLinear pairs so chosen values pass through uint8. The two ops are standard ONNX ops,
+defined in ``infopt.ir.ops.quantize``."""
 from __future__ import annotations
 
 from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from ..ir.graph import Graph, GraphError, Node
-from ..ir.ops import OPS, OpDef, register_op
+from ..ir.graph import Graph, Node
 from ..ir.types import TensorType
-from .base import Pass
-
-_QRANGE = {"u8": (0, 255, np.uint8), "i8": (-128, 127, np.int8)}
-
-
-def _q_infer(types: Sequence[TensorType | None], attrs: dict[str, Any]) -> list[TensorType]:
-    x, _, zp = (list(types) + [None])[:3]
-    dtype = zp.dtype if zp is not None else "u8"
-    if dtype not in _QRANGE:
-        raise GraphError(f"QuantizeLinear: zero point must be u8 or i8, got {dtype}")
-    return [TensorType(x.shape, dtype, x.layout)]
-
-
-def _q(xs: Sequence[np.ndarray | None], attrs: dict[str, Any]) -> list[np.ndarray]:
-    x, scale = xs[0], xs[1]
-    zp = xs[2] if len(xs) > 2 and xs[2] is not None else np.uint8(0)
-    lo, hi, dt = _QRANGE["u8" if np.asarray(zp).dtype == np.uint8 else "i8"]
-    q = np.rint(x / scale) + zp.astype(np.int32)  # ONNX rounds half to even, as np.rint does
-    return [np.clip(q, lo, hi).astype(dt)]
-
-
-def _dq_infer(types: Sequence[TensorType | None], attrs: dict[str, Any]) -> list[TensorType]:
-    return [TensorType(types[0].shape, types[1].dtype, types[0].layout)]
-
-
-def _dq(xs: Sequence[np.ndarray | None], attrs: dict[str, Any]) -> list[np.ndarray]:
-    x, scale = xs[0], xs[1]
-    zp = xs[2] if len(xs) > 2 and xs[2] is not None else np.zeros((), x.dtype)
-    return [((x.astype(np.int32) - zp.astype(np.int32)) * scale).astype(scale.dtype)]
-
-
-if "QuantizeLinear" not in OPS:  # per-tensor only (scalar scale and zero point), ONNX semantics
-    register_op(OpDef("QuantizeLinear", _q_infer, _q, (2, 3),
-                      doc="y = saturate(round(x / scale) + zero_point), per tensor"))
-if "DequantizeLinear" not in OPS:
-    register_op(OpDef("DequantizeLinear", _dq_infer, _dq, (2, 3), doc="y = (x - zero_point) * scale, per tensor"))
+from ..passes.base import Pass
 
 
 def quant_targets(graph: Graph, ops: Iterable[str] = ("Conv", "FusedConv", "Gemm", "MatMul")) -> list[str]:

@@ -1,17 +1,16 @@
-"""Helpers the op definitions share: broadcasting, axis normalisation, ONNX dtype codes, layout propagation."""
+"""Helpers the op definitions share: broadcasting, axis normalisation, dtype checks, layout propagation."""
 from __future__ import annotations
 
 from typing import Any, Sequence
 
 import numpy as np
 
-from ..graph import GraphError
-from ..types import TensorType
+from ..errors import GraphError
+from ..node import Node
+from ..protocols import GraphLike
+from ..types import FLOAT_DTYPES, TensorType
 
-# ONNX TensorProto.DataType codes <-> the IR's short dtype names (the subset the IR supports).
-ONNX_DTYPES: dict[int, str] = {1: "f32", 2: "u8", 3: "i8", 6: "i32", 7: "i64", 9: "bool", 10: "f16", 11: "f64"}
-ONNX_CODES: dict[str, int] = {v: k for k, v in ONNX_DTYPES.items()}
-FLOATS = ("f16", "f32", "f64")
+FLOATS = FLOAT_DTYPES
 
 
 def broadcast_shapes(op: str, *shapes: Sequence[int]) -> tuple[int, ...]:
@@ -69,3 +68,20 @@ def need_const(op: str, consts: Sequence[np.ndarray | None], k: int, what: str) 
             "shape is known before running; fold it first"
         )
     return np.asarray(v)
+
+
+def need_float(op: str, t: TensorType, what: str = "input") -> None:
+    """A GraphError unless ``t`` is a floating-point type (f16, bf16, f32, f64)."""
+    if t.dtype not in FLOATS:
+        raise GraphError(f"{op}: needs a floating-point {what} ({', '.join(FLOATS)}), got {t.dtype}; insert a Cast")
+
+
+def as_dtype(x: Any, like: np.ndarray) -> np.ndarray:
+    """``x`` as an array of ``like``'s dtype (numpy promotes some bf16 and mixed results; ONNX keeps the dtype)."""
+    return np.asarray(x).astype(like.dtype, copy=False)
+
+
+def constant_node(graph: GraphLike, value: np.ndarray, hint: str) -> tuple[str, Node]:
+    """A Constant node holding ``value`` with a fresh output name (export hooks use it): (name, node)."""
+    name = graph.fresh_name(hint)
+    return name, Node("Constant", [], [name], {"value": np.asarray(value)}, graph.fresh_name("Constant"))

@@ -1,11 +1,12 @@
-"""Ops that only the passes create: a fused convolution and a fused elementwise chain.
+"""Ops that only infopt has, which the passes create: a fused convolution and a fused elementwise chain.
 
-Registered into the IR's op registry on import, so the interpreter runs fused graphs directly.
-``FusedConv`` has onnxruntime's ``com.microsoft.FusedConv`` semantics: ``Y = act(Conv(X, W, B) + Z)``
-with the optional residual input Z and ``activation`` one of Relu, Sigmoid, Tanh (or "" for none).
-``FusedElementwise`` runs a small program of elementwise ops (attribute ``program``: one JSON string
-per step ``{"op": ..., "args": ["i0", "t0", ...], "attrs": {...}}``; ``iK`` is input K, ``tK`` is
-step K's result; the last step is the output).
+They are IR facts (inference, reference compute, ONNX form) like any other op, so the interpreter runs a
+fused graph whatever was imported; ``infopt.passes`` only creates them. ``FusedConv`` has onnxruntime's
+``com.microsoft.FusedConv`` semantics: ``Y = act(Conv(X, W, B) + Z)`` with the optional residual input Z and
+``activation`` one of Relu, Sigmoid, Tanh (or "" for none). ``FusedElementwise`` runs a small program of
+elementwise ops (attribute ``program``: one JSON string per step ``{"op": ..., "args": ["i0", "t0", ...],
+"attrs": {...}}``; ``iK`` is input K, ``tK`` is step K's result; the last step is the output). Both export in
+the "infopt" domain; ``infopt.passes.export`` writes them as standard ONNX ops.
 """
 from __future__ import annotations
 
@@ -14,9 +15,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..ir.graph import GraphError
-from ..ir.ops import OPS, OpDef, get_op, register_op
-from ..ir.types import TensorType
+from ..errors import GraphError
+from ..types import TensorType
+from .registry import INFOPT_DOMAIN, OPS, OpDef, get_op, register_op
 
 ACTIVATIONS = ("", "Relu", "Sigmoid", "Tanh")
 FUSED_ATTRS = ("activation", "activation_params")
@@ -27,7 +28,8 @@ def conv_attrs(attrs: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in attrs.items() if k not in FUSED_ATTRS}
 
 
-def _fused_conv_infer(types: Sequence[TensorType | None], attrs: dict[str, Any]) -> list[TensorType]:
+def fused_conv_infer(types: Sequence[TensorType | None], attrs: dict[str, Any]) -> list[TensorType]:
+    """FusedConv's output type: Conv's, after checking the activation and the residual's shape."""
     act = attrs.get("activation", "")
     if act not in ACTIVATIONS:
         raise GraphError(f"FusedConv: activation {act!r} is not supported; use one of {ACTIVATIONS}")
@@ -37,7 +39,8 @@ def _fused_conv_infer(types: Sequence[TensorType | None], attrs: dict[str, Any])
     return [y]
 
 
-def _fused_conv(xs: Sequence[np.ndarray | None], attrs: dict[str, Any]) -> list[np.ndarray]:
+def fused_conv(xs: Sequence[np.ndarray | None], attrs: dict[str, Any]) -> list[np.ndarray]:
+    """FusedConv's reference compute: act(Conv(X, W, B) + Z)."""
     (y,) = get_op("Conv").compute(list(xs[:3]), conv_attrs(attrs))
     if len(xs) > 3 and xs[3] is not None:
         y = y + xs[3]
@@ -70,7 +73,7 @@ def _run_program(xs: Sequence[Any], attrs: dict[str, Any], infer: bool) -> Any:
         if opdef is None or not opdef.elementwise:
             raise GraphError(f"FusedElementwise: step {k} op {step['op']!r} is not a registered elementwise op")
         try:
-            args = [env[a] for a in step["args"]]
+            args = [env[a] if a else None for a in step["args"]]
         except KeyError as e:
             raise GraphError(f"FusedElementwise: step {k} reads {e} before it is defined") from None
         fn = opdef.infer if infer else opdef.compute
@@ -79,11 +82,11 @@ def _run_program(xs: Sequence[Any], attrs: dict[str, Any], infer: bool) -> Any:
 
 
 register_op(OpDef(
-    "FusedConv", _fused_conv_infer, _fused_conv, (2, 4),
+    "FusedConv", fused_conv_infer, fused_conv, (2, 4), domain=INFOPT_DOMAIN,
     doc="act(Conv(X, W, B) + Z): a convolution with its bias, residual add and activation fused (infopt.passes).",
 ))
 register_op(OpDef(
     "FusedElementwise", lambda ts, a: [_run_program(ts, a, True)], lambda xs, a: [_run_program(xs, a, False)],
-    (1, 64), elementwise=True,
+    (1, 64), elementwise=True, domain=INFOPT_DOMAIN,
     doc="A chain of elementwise ops run as one kernel (infopt.passes.fusion); attribute program.",
 ))
