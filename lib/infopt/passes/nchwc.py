@@ -42,7 +42,7 @@ def ort_block_size() -> int:
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
-    from .ort_check import ort_session
+    from ..runtime.onnxruntime_session import ort_session
 
     w = numpy_helper.from_array(np.ones((1, 1, 1, 1), np.float32), "w")
     g = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["y"])], "probe",

@@ -138,7 +138,7 @@ class OnnxRuntimeRunner:
         import onnx
 
         from ..passes.export import export_onnx
-        from ..passes.ort_check import ort_session
+        from .onnxruntime_session import ort_session
 
         self.graph = graph
         path = os.path.join(tempfile.mkdtemp(prefix="infopt_ort_"), "optimized.onnx")

@@ -1,4 +1,5 @@
-"""onnxruntime as a yardstick: sessions at a chosen optimization level, and the kernels it really executes."""
+"""onnxruntime as a yardstick (runtime work for units 02, 05 and 13): sessions at a chosen optimization level,
+and the kernels it really executes."""
 from __future__ import annotations
 
 import json
