@@ -3,7 +3,6 @@ import copy
 import io
 import json
 import os
-import tarfile
 import zipfile
 from pathlib import Path
 
