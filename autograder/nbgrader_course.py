@@ -19,7 +19,7 @@ from pathlib import Path
 import nbformat
 
 CONFIG_FILE = Path(__file__).with_name("nbgrader_config.py")
-NBGRADER_STARTUP_S = 60.0   # generous bound on one nbgrader command's start-up + database work
+NBGRADER_STARTUP_S = 180.0  # bound on one nbgrader command's start-up + database work (about 5 s idle; 60 s was overrun at load 12)
 BEGIN_SOLUTION, END_SOLUTION = "### BEGIN SOLUTION", "### END SOLUTION"
 
 
