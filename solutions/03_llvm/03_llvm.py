@@ -262,17 +262,22 @@ def _tail(k: int = 3) -> np.ndarray:
     return (_rng.uniform(1e3, 1e4, k) * _rng.choice([-1.0, 1.0], k)).astype(np.float32)
 
 
+def _fenced(v: np.ndarray) -> np.ndarray:
+    """`v` as a view into a buffer with large values just before it: reading a[-1] changes the result visibly."""
+    return np.concatenate([_tail(), v])[3:]
+
+
 # n = 0 on arrays that are not empty: the loop must test its condition before the first iteration
-_x = np.concatenate([_tail(), _tail()])
-_y = np.concatenate([_tail(), _tail()])
+_x = _fenced(np.concatenate([_tail(), _tail()]))
+_y = _fenced(np.concatenate([_tail(), _tail()]))
 with case("n=0 on non-empty arrays", show=lambda: _vectors_text(_x, _y, 0)):
     check_equal(float(_f(_x.ctypes.data, _y.ctypes.data, 0)), 0.0,
                 name="dot(n=0 on non-empty arrays): with n = 0 the loop body must not run")
-# tiny, odd and long vectors, each with large values past n that must not be read
+# tiny, odd and long vectors, each with large values before a[0] and past a[n-1] that must not be read
 for _trial, _n in enumerate([1, 2, 3, 7, int(_rng.integers(8, 64)) | 1, int(_rng.integers(1000, 5000)) | 1]
                             + [int(_rng.integers(4, 5000)) for _ in range(6)]):
-    _x = np.concatenate([_rng.standard_normal(_n).astype(np.float32), _tail()])
-    _y = np.concatenate([_rng.standard_normal(_n).astype(np.float32), _tail()])
+    _x = _fenced(np.concatenate([_rng.standard_normal(_n).astype(np.float32), _tail()]))
+    _y = _fenced(np.concatenate([_rng.standard_normal(_n).astype(np.float32), _tail()]))
     with case(f"random vectors #{_trial}", show=lambda: _vectors_text(_x, _y, _n)):
         _check_dot(_f, _x, _y, _n, f"random vectors #{_trial}")
 # float, in index order: B + 1 + ... + 1 - B is 0 in float (each 1 is lost next to B) but m in double; and
@@ -282,8 +287,8 @@ _m = int(_rng.integers(1, 4))
 _s = np.float32(2.0 ** int(_rng.integers(-3, 4)))   # a power of two: every product a[i]*b[i] stays exact
 for _label, _vals, _rule in (("a float running sum", [_big] + [1.0] * _m + [-_big], "accumulate in float"),
                              ("added in index order", [_big, -_big] + [1.0] * _m, "add in index order")):
-    _x = np.concatenate([np.array(_vals, np.float32) * _s, _tail()])
-    _y = np.concatenate([np.full(len(_vals), 1 / _s, np.float32), _tail()])
+    _x = _fenced(np.concatenate([np.array(_vals, np.float32) * _s, _tail()]))
+    _y = _fenced(np.concatenate([np.full(len(_vals), 1 / _s, np.float32), _tail()]))
     _n = len(_vals)
     _want = float(np.add.accumulate((_x[:_n] * _y[:_n]).astype(np.float32), dtype=np.float32)[-1])
     with case(_label, show=lambda: _vectors_text(_x, _y, _n)):
