@@ -159,12 +159,15 @@ print("clamp(-3, -1, 2) =", clamp(-3, -1, 2), "| clamp(0.5, -1, 2) =", clamp(0.5
 # `float dot(float *a, float *b, int64_t n)` that returns `a[0]*b[0] + ... + a[n-1]*b[n-1]` (accumulating in
 # `float`, in index order), and return the `ir.Function`.
 #
-# * Use **phi nodes** for the loop counter and the running sum: no `alloca` (the tests look at your IR).
+# * Use **phi nodes** for the loop counter (an `i64`) and the running sum (a `float`): no `alloca`, no global
+#   variable (the tests look at your IR).
 # * `n` may be **0** (the answer is then 0.0): test the condition *before* the first iteration.
 # * Pointers: `ir.PointerType(ir.FloatType())` (printed `ptr` in LLVM 22); element `i` is
 #   `builder.gep(a, [i], inbounds=True)` then `builder.load(...)`.
 #
-# Tests JIT-compile your module at `-O0` (what you wrote is what runs) and compare with numpy on random arrays.
+# Tests check the function's name and signature, read your IR, JIT-compile the module at `-O0` (what you wrote is
+# what runs) and compare with numpy on random arrays, and bit for bit on arrays where float rounding shows whether the
+# sum was kept in `float` and added left to right: `((a[0]*b[0] + a[1]*b[1]) + a[2]*b[2]) + ...`.
 
 # %% solution=true grade_id="dot"
 def build_dot(module: ir.Module) -> ir.Function:
@@ -197,39 +200,104 @@ def build_dot(module: ir.Module) -> ir.Function:
 
 
 # %% grade_id="dot_test" points=3
+import llvmlite.binding as _llvm_binding
+
+from infopt.grading import call_student, case
+
+
 def _dot_from(builder_fn):
-    """Build, verify and JIT (at -O0) the student's dot; returns (ctypes function, IR text)."""
+    """Build the student's dot into a fresh module, check its signature and IR, JIT it at -O0: (ctypes fn, IR)."""
     m = ir.Module(name="dot_test")
-    fn = builder_fn(m)
+    # build_dot's job is to add to the module it is given, so only a raise (not the change) is reported
+    fn = call_student(builder_fn, m, name="build_dot", fingerprint=lambda _module: 0)
     check_true(isinstance(fn, ir.Function), f"build_dot must return the ir.Function it added, got {type(fn).__name__}")
+    check_true(fn.module is m, "build_dot must add `dot` to the module it was given, and return that function "
+                               "(yours belongs to another module)")
     check_true(fn.name == "dot", f"the function must be named 'dot', got {fn.name!r}")
+    want = "float (float*, float*, i64)"
+    ft = fn.ftype
+    ok = (isinstance(ft.return_type, ir.FloatType) and len(ft.args) == 3 and all(isinstance(t, ir.PointerType) for t in ft.args[:2])
+          and ft.args[2] == ir.IntType(64))
+    check_true(ok, f"the signature must be float dot(float* a, float* b, int64_t n), i.e. {want}; yours is {ft}")
     text = str(m)
+    insts = [i for b in _llvm_binding.parse_assembly(text).get_function("dot").blocks for i in b.instructions]
+    wide = sorted({i.opcode for i in insts if "double" in str(i.type)})
+    check_true(not wide, f"accumulate in float: your IR computes in double ({', '.join(wide)} produce doubles); the "
+                         "running sum is a float, rounded after every addition as C's `float acc` would be")
+    check_true(not any(i.opcode == "alloca" for i in insts),
+               "keep the loop counter and the running sum in phi nodes: your IR contains `alloca` (a stack slot)")
+    phis = sorted({str(i.type) for i in insts if i.opcode == "phi"})
+    check_true("float" in phis and "i64" in phis,
+               f"keep the loop counter and the running sum in phi nodes: an i64 phi for the counter and a float phi "
+               f"for the sum; your IR's phi nodes have types {phis or 'none'}")
     f = jit(text, opt=0).cfunc("dot", ctypes.c_float, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)
     return f, text
 
 
 def _check_dot(f, a: np.ndarray, b: np.ndarray, n: int, what: str) -> None:
+    """dot(a, b, n) against float64 numpy, within float32 rounding of the products' magnitude."""
     got = f(a.ctypes.data, b.ctypes.data, n)
     want = float(np.dot(a[:n].astype(np.float64), b[:n].astype(np.float64)))
-    check_close(got, want, rtol=1e-4, atol=1e-4 * max(1.0, float(np.abs(a[:n] * b[:n]).sum())), name=f"dot({what}, n={n})")
+    check_close(got, want, rtol=1e-4, atol=1e-4 * max(1.0, float(np.abs(a[:n] * b[:n]).sum())), name=f"dot({what}, n={n}) vs numpy")
+
+
+def _vectors_text(a: np.ndarray, b: np.ndarray, n: int) -> str:
+    """A small printed form of a dot input: n, the first elements of a and b, and what lies past n."""
+    short = lambda v: np.array2string(v[:min(n, 6)], precision=6, separator=", ") + (" ..." if n > 6 else "")
+    return f"n = {n}\na[:n] = {short(a)}\nb[:n] = {short(b)}\n(a and b have {len(a) - n} more elements past n)"
 
 
 _f, _text = _dot_from(build_dot)
-check_true("phi" in _text, "build the loop with phi nodes: your IR has no `phi` instruction")
-check_true("alloca" not in _text, "use phi nodes instead of stack slots: your IR contains `alloca`")
 _a = np.arange(1, 6, dtype=np.float32)
 _check_dot(_f, _a, _a, 5, "[1..5]·[1..5]")
 _check_dot(_f, _a, _a, 0, "empty")
 ### BEGIN HIDDEN TESTS
-_rng = np.random.default_rng()
-for _trial in range(30):
-    _n = int(_rng.choice([0, 1, 2, 3, int(_rng.integers(4, 5000))]))
-    _x = _rng.standard_normal(_n + 3).astype(np.float32)  # a few extra elements past n must not be read
-    _y = _rng.standard_normal(_n + 3).astype(np.float32)
-    _check_dot(_f, _x, _y, _n, f"hidden random vectors #{_trial}")
-check_equal(float(_f(_x.ctypes.data, _y.ctypes.data, 0)), 0.0, name="dot with n=0 on non-empty arrays")
+from infopt.grading import grading_rng
+
+_rng = grading_rng()
+
+
+def _tail(k: int = 3) -> np.ndarray:
+    """Large values past n: reading them changes the result visibly."""
+    return (_rng.uniform(1e3, 1e4, k) * _rng.choice([-1.0, 1.0], k)).astype(np.float32)
+
+
+def _fenced(v: np.ndarray) -> np.ndarray:
+    """`v` as a view into a buffer with large values just before it: reading a[-1] changes the result visibly."""
+    return np.concatenate([_tail(), v])[3:]
+
+
+# n = 0 on arrays that are not empty: the loop must test its condition before the first iteration
+_x = _fenced(np.concatenate([_tail(), _tail()]))
+_y = _fenced(np.concatenate([_tail(), _tail()]))
+with case("n=0 on non-empty arrays", show=lambda: _vectors_text(_x, _y, 0)):
+    check_equal(float(_f(_x.ctypes.data, _y.ctypes.data, 0)), 0.0,
+                name="dot(n=0 on non-empty arrays): with n = 0 the loop body must not run")
+# tiny, odd and long vectors, each with large values before a[0] and past a[n-1] that must not be read
+for _trial, _n in enumerate([1, 2, 3, 7, int(_rng.integers(8, 64)) | 1, int(_rng.integers(1000, 5000)) | 1]
+                            + [int(_rng.integers(4, 5000)) for _ in range(6)]):
+    _x = _fenced(np.concatenate([_rng.standard_normal(_n).astype(np.float32), _tail()]))
+    _y = _fenced(np.concatenate([_rng.standard_normal(_n).astype(np.float32), _tail()]))
+    with case(f"random vectors #{_trial}", show=lambda: _vectors_text(_x, _y, _n)):
+        _check_dot(_f, _x, _y, _n, f"random vectors #{_trial}")
+# float, in index order: B + 1 + ... + 1 - B is 0 in float (each 1 is lost next to B) but m in double; and
+# B - B + 1 + ... + 1 is m when added left to right, but 0 when added right to left or in two interleaved sums
+_big = np.float32(_rng.uniform(1.1e8, 9e8))
+_m = int(_rng.integers(1, 4))
+_s = np.float32(2.0 ** int(_rng.integers(-3, 4)))   # a power of two: every product a[i]*b[i] stays exact
+for _label, _vals, _rule in (("a float running sum", [_big] + [1.0] * _m + [-_big], "accumulate in float"),
+                             ("added in index order", [_big, -_big] + [1.0] * _m, "add in index order")):
+    _x = _fenced(np.concatenate([np.array(_vals, np.float32) * _s, _tail()]))
+    _y = _fenced(np.concatenate([np.full(len(_vals), 1 / _s, np.float32), _tail()]))
+    _n = len(_vals)
+    _want = float(np.add.accumulate((_x[:_n] * _y[:_n]).astype(np.float32), dtype=np.float32)[-1])
+    with case(_label, show=lambda: _vectors_text(_x, _y, _n)):
+        check_equal(float(_f(_x.ctypes.data, _y.ctypes.data, _n)), _want,
+                    name=f"dot({_label}, n={_n}): {_rule}: the float sum ((a[0]*b[0] + a[1]*b[1]) + a[2]*b[2]) + ... "
+                         f"is exactly {_want:g} here")
 ### END HIDDEN TESTS
 print("build_dot: visible tests passed")
+
 
 # %% [markdown]
 # ## 3. Address spaces, intrinsics and metadata — on GPU IR
@@ -497,15 +565,17 @@ print(f"\n{len(_body)} instructions in total; vector registers used: {', '.join(
 #
 # ### Exercise 2 — count multiply-accumulates (3 points)
 #
-# Write `count_macs(ir_text) -> int`: the number of floating-point **multiply-accumulates** in all defined
-# functions of the module, **each vector lane counted** (`<8 x float>` counts 8). A MAC is
+# Write `count_macs(ir_text) -> int`: the number of floating-point **multiply-accumulates** (on `float` or `double`,
+# scalar or vector) in all defined functions of the module, **each vector lane counted** (`<8 x float>` counts 8).
+# A MAC is
 #
 # * an `fmul` whose result is an operand of an `fadd` or `fsub` (count each such `fmul` once, however many adds use it), or
 # * a call to an `llvm.fma.*` or `llvm.fmuladd.*` intrinsic.
 #
 # An `fmul` nobody adds to is not a MAC; neither is an `fadd` of two non-products. Static counts: a loop body counts
-# once. Do not call `infopt.codegen.analysis.count_fmas` (it is switched off during the tests). Hidden tests use
-# randomly generated functions and optimized kernels.
+# once. Do not call `infopt.codegen.analysis.count_fmas` or `flop_estimate` (calling them while the tests run your
+# function raises an error). Hidden tests use randomly generated modules (several functions, `float` and `double`,
+# vectors of 2 to 16 lanes, unnamed values such as `%0`) and optimized kernels.
 
 # %% solution=true grade_id="macs"
 def count_macs(ir_text: str) -> int:
@@ -543,43 +613,114 @@ def count_macs(ir_text: str) -> int:
 
 
 # %% grade_id="macs_test" points=3
-import infopt.codegen.analysis as _analysis
+import re as _re
 
-_saved_count_fmas = _analysis.count_fmas
+from infopt.codegen.analysis import count_fmas as _reference_count
+from infopt.grading import GradingError, call_student, case, forbidding
 
-
-def _no_library_macs(*a, **k):
-    raise RuntimeError("write your own walk: infopt's count_fmas is switched off for this exercise")
-
-
-def _mac_function(rng, n_pairs, n_fma, n_fmuladd, n_plain, width, shared_mul=False):
-    """A random function with a known MAC count (in shuffled order); returns (ir, expected)."""
-    t = f"<{width} x float>" if width > 1 else "float"
-    sfx = f"v{width}f32" if width > 1 else "f32"
-    defs, tail, decls = [], [], set()
-    for k in range(n_pairs):
-        defs.append(f"  %m{k} = fmul {t} %a, %b")
-        op = "fadd" if rng.random() < 0.6 else "fsub"
-        tail.append(f"  %s{k} = {op} {t} %m{k}, %c" if rng.random() < 0.5 else f"  %s{k} = {op} {t} %c, %m{k}")
-        if shared_mul:
-            tail.append(f"  %u{k} = fadd {t} %m{k}, %b")  # a second add of the same product: still one MAC
-    for k in range(n_fma):
-        defs.append(f"  %f{k} = call {t} @llvm.fma.{sfx}({t} %a, {t} %b, {t} %c)")
-        decls.add(f"declare {t} @llvm.fma.{sfx}({t}, {t}, {t})")
-    for k in range(n_fmuladd):
-        defs.append(f"  %g{k} = call {t} @llvm.fmuladd.{sfx}({t} %a, {t} %c, {t} %b)")
-        decls.add(f"declare {t} @llvm.fmuladd.{sfx}({t}, {t}, {t})")
-    for k in range(n_plain):
-        defs += [f"  %p{k} = fmul {t} %a, %c", f"  %q{k} = fadd {t} %b, %c", f"  %r{k} = fmul {t} %q{k}, %b"]
-    order = rng.permutation(len(defs))
-    body = [defs[j] for j in order] + tail
-    text = (f"define void @h({t} %a, {t} %b, {t} %c) {{\n" + "\n".join(body) + "\n  ret void\n}\n" + "\n".join(sorted(decls)))
-    return text, width * (n_pairs + n_fma + n_fmuladd)
+_student_macs = forbidding(count_macs, "infopt.codegen.analysis:count_fmas", "infopt.codegen.analysis:flop_estimate",
+                           exercise="count_macs (a walk over the module's instructions)")
+# What each kind of group of instructions teaches; a wrong count is reported by the first group counted wrong alone.
+_PHRASE = {
+    "pair": "an fmul feeding an fadd or fsub (as either operand) is one MAC per lane",
+    "shared": "an fmul used by several adds counts once",
+    "fma": "calls to llvm.fma.* and llvm.fmuladd.* count; other calls do not",
+    "fmuladd": "calls to llvm.fma.* and llvm.fmuladd.* count; other calls do not",
+    "calls": "calls to llvm.fma.* and llvm.fmuladd.* count; other calls do not",
+    "nonmac": "an fmul nobody adds to, or an fadd of two non-products, is no MAC",
+}
 
 
-_analysis.count_fmas = _no_library_macs
-try:
-    _ex = """define float @ex(<4 x float> %v, float %x, float %y) {
+def _lanes_of(t: str) -> int:
+    m = _re.match(r"<(\d+) x ", t)
+    return int(m.group(1)) if m else 1
+
+
+def _sfx(t: str) -> str:
+    base = "f64" if "double" in t else "f32"
+    return f"v{_lanes_of(t)}{base}" if t.startswith("<") else base
+
+
+def _group(kind: str, t: str, p: str, variant: int = 0):
+    """One group of instructions on args %{p}a %{p}b %{p}c of type t: (lines, declarations, expected MACs)."""
+    a, b, c, L, s = f"%{p}a", f"%{p}b", f"%{p}c", _lanes_of(t), _sfx(t)
+    if kind == "pair":         # variant: 0 fadd m,c / 1 fadd c,m / 2 fsub m,c / 3 fsub c,m
+        op, first = ("fadd", "fsub")[variant // 2 % 2], variant % 2 == 0
+        return [f"  %{p}m = fmul {t} {a}, {b}", f"  %{p}s = {op} {t} " + (f"%{p}m, {c}" if first else f"{c}, %{p}m")], [], L
+    if kind == "shared":       # one product, two or three adds of it (fadd and fsub, both operand positions)
+        uses = [f"  %{p}u{k} = {('fadd', 'fsub')[k % 2]} {t} " + (f"%{p}m, {c}" if k % 2 == 0 else f"{b}, %{p}m")
+                for k in range(2 + variant % 2)]
+        return [f"  %{p}m = fmul {t} {a}, {b}"] + uses, [], L
+    if kind in ("fma", "fmuladd"):
+        return ([f"  %{p}f = call {t} @llvm.{kind}.{s}({t} {a}, {t} {b}, {t} {c})"],
+                [f"declare {t} @llvm.{kind}.{s}({t}, {t}, {t})"], L)
+    if kind == "calls":        # calls that are no MAC: other intrinsics, a function of the module's own
+        return ([f"  %{p}q = call {t} @llvm.sqrt.{s}({t} {a})", f"  %{p}r = call {t} @llvm.maxnum.{s}({t} {a}, {t} {b})",
+                 f"  %{p}h = call {t} @helper_{s}({t} %{p}r)", f"  %{p}x = fadd {t} %{p}q, %{p}h"],
+                [f"declare {t} @llvm.sqrt.{s}({t})", f"declare {t} @llvm.maxnum.{s}({t}, {t})",
+                 f"declare {t} @helper_{s}({t})"], 0)
+    if kind == "nonmac":       # products nobody adds, adds of non-products, a product that is an fma's addend
+        return ([f"  %{p}p = fmul {t} {a}, {c}", f"  %{p}q = fadd {t} {b}, {c}", f"  %{p}r = fmul {t} %{p}q, {b}",
+                 f"  %{p}d = fdiv {t} %{p}r, {a}", f"  %{p}e = fsub {t} %{p}d, {b}", f"  %{p}z = fmul {t} {a}, {b}",
+                 f"  %{p}f = call {t} @llvm.fma.{s}({t} {a}, {t} {b}, {t} %{p}z)"],
+                [f"declare {t} @llvm.fma.{s}({t}, {t}, {t})"], L)
+    raise ValueError(kind)
+
+
+def _function(name: str, groups: list, rng, unnamed: bool = False, shuffle: bool = True) -> tuple[str, set, int]:
+    """A defined function made of groups [(kind, type, variant)], their lines interleaved at random (each group's
+    own order kept); with `unnamed`, every instruction result is numbered (%0, %1, ...) instead of named."""
+    params, pending, decls, want = [], [], set(), 0
+    for g, (kind, t, variant) in enumerate(groups):
+        p = f"g{g}"
+        params += [f"{t} %{p}{x}" for x in "abc"]
+        lines, d, w = _group(kind, t, p, variant)
+        pending.append(list(lines))
+        decls |= set(d)
+        want += w
+    body = []
+    while any(pending):
+        live = [q for q in pending if q]
+        body.append(live[int(rng.integers(len(live)))].pop(0) if shuffle else live[0].pop(0))
+    if unnamed:
+        defined = [ln.split("=")[0].strip() for ln in body]
+        number = {d: f"%{k}" for k, d in enumerate(defined)}
+        body = [_re.sub(r"%[A-Za-z_][\w.]*", lambda m: number.get(m.group(0), m.group(0)), ln) for ln in body]
+    text = f"define void @{name}({', '.join(params)}) {{\nentry:\n" + "\n".join(body) + "\n  ret void\n}"
+    return text, decls, want
+
+
+def _module(functions: list) -> tuple[str, int]:
+    texts, decls, want = [], set(), 0
+    for text, d, w in functions:
+        texts.append(text)
+        decls |= d
+        want += w
+    return "\n\n".join(texts) + "\n\n" + "\n".join(sorted(decls)) + "\n", want
+
+
+def _show_ir(text: str) -> str:
+    return text if len(text) <= 700 else text[:700] + " ..."
+
+
+def _check_macs(label: str, text: str, want: int, groups: list | None = None, rng=None) -> None:
+    """count_macs(text) == want; when it is not, count each group alone to name the first kind counted wrong."""
+    got = call_student(_student_macs, text, name="count_macs")
+    if isinstance(got, (int, np.integer)) and not isinstance(got, bool) and int(got) == want:
+        return
+    check_true(isinstance(got, (int, np.integer)) and not isinstance(got, bool),
+               f"count_macs({label}) must return an int, got {type(got).__name__}: {got!r}")
+    where = ""
+    for kind, t, variant in groups or []:
+        alone, w = _module([_function("one", [(kind, t, variant)], rng, shuffle=False)])
+        g = call_student(_student_macs, alone, name="count_macs")
+        if g != w:
+            where = f"\n  counted alone, this group is wrong ({_PHRASE[kind]}): expected {w}, got {g}:\n{alone}"
+            break
+    raise GradingError(f"count_macs({label}): expected {want} MACs, got {got}{where}")
+
+
+_ex = """define float @ex(<4 x float> %v, float %x, float %y) {
   %p = fmul <4 x float> %v, %v
   %s = fadd <4 x float> %p, %v
   %q = fmul float %x, %y
@@ -587,30 +728,102 @@ try:
   ret float %r
 }
 declare float @llvm.fma.f32(float, float, float)"""
-    check_equal(count_macs(_ex), 5, name="count_macs(example: a 4-lane fmul feeding an fadd = 4, one scalar llvm.fma = 1; "
-                                         "%q feeds the fma, not an fadd, so it is no MAC)")
-    _r0 = np.random.default_rng(3)
-    _t, _want = _mac_function(_r0, 2, 1, 1, 2, 8)
-    check_equal(count_macs(_t), _want, name="count_macs(an 8-lane function with 2 fmul->fadd, 1 fma, 1 fmuladd)")
-    ### BEGIN HIDDEN TESTS
-    _rng = np.random.default_rng()
-    for _trial in range(25):
-        _c = [int(v) for v in _rng.integers(0, 5, 4)]
-        _w = int(_rng.choice([1, 2, 4, 8, 16]))
-        _t, _want = _mac_function(_rng, *_c, _w, shared_mul=bool(_rng.random() < 0.4))
-        check_equal(count_macs(_t), _want, name=f"count_macs(hidden function #{_trial}: {_c[0]} fmul->fadd, "
-                                                 f"{_c[1]} fma, {_c[2]} fmuladd, {_c[3]} non-MAC pairs, width {_w})")
-    _n = int(_rng.integers(16, 64))
-    _A, _B, _O = Buffer("A", (_n,)), Buffer("B", (_n,)), Buffer("O", (_n,), role="out")
-    _i = Var("i")
-    _k = Kernel("axpb", (_A, _B, _O), [loop(_i, _n, body=[Store(_O, (_i,), _A[_i] * _B[_i] + _A[_i] * 2.0)])])
+_check_macs("example: a 4-lane fmul feeding an fadd = 4 (each vector lane counts), one scalar llvm.fma = 1; %q feeds "
+            "the fma, not an fadd, so it is no MAC", _ex, 5)
+_r0 = np.random.default_rng(3)
+_vis = [("pair", "<8 x float>", 0), ("pair", "<8 x float>", 3), ("fma", "<8 x float>", 0),
+        ("fmuladd", "<8 x float>", 0), ("nonmac", "<8 x float>", 0)]
+_t, _want = _module([_function("h", _vis, _r0)])
+_check_macs("an 8-lane function: 2 fmul->fadd/fsub, 1 fma, 1 fmuladd, and a group with no MAC", _t, _want, _vis, _r0)
+### BEGIN HIDDEN TESTS
+from infopt.grading import grading_rng
+
+_rng = grading_rng()
+_FL = ["float", "<2 x float>", "<4 x float>", "<8 x float>", "<16 x float>"]
+_DB = ["double", "<2 x double>", "<4 x double>"]
+_pick = lambda ts: ts[int(_rng.integers(len(ts)))]
+_cases = [  # (label: the rule it checks, groups, unnamed values?); every kind and width is in every grading
+    ("each vector lane counts (<16 x float> counts 16)",
+     [(k, t, int(_rng.integers(4))) for t in _FL[1:] for k in ("pair", "fma")], False),
+    ("double-precision (double) MACs count too", [(k, t, int(_rng.integers(4))) for t in _DB for k in ("pair", "fma")], False),
+    ("calls to llvm.fma.* and llvm.fmuladd.* count; other calls do not",
+     [(k, _pick(_FL + _DB), 0) for k in ("fma", "fmuladd", "calls", "fmuladd", "calls")], False),
+    ("an fmul feeding an fadd or fsub (as either operand) is one MAC per lane; the values are unnamed (%0, %1, ...)",
+     [("pair", _pick(_FL + _DB), v) for v in (0, 1, 2, 3)], True),
+    ("an fmul nobody adds to, or an fadd of two non-products, is no MAC",
+     [("nonmac", _pick(_FL + _DB), 0), ("pair", _pick(_FL), int(_rng.integers(4)))], False),
+    ("an fmul used by several adds counts once", [("shared", _pick(_FL + _DB), v) for v in (0, 1)], False),
+]
+for _label, _groups, _unnamed in _cases:
+    _t, _want = _module([_function("h", _groups, _rng, unnamed=_unnamed)])
+    with case(_label, show=lambda: _show_ir(_t)):
+        _check_macs(_label, _t, _want, _groups, _rng)
+# every defined function of a module counts (declarations have no body)
+_fns = [_function(f"f{k}", [(str(_rng.choice(["pair", "fma", "shared"])), _pick(_FL + _DB), int(_rng.integers(4)))
+                            for _ in range(int(_rng.integers(1, 3)))], _rng) for k in range(3)]
+_t, _want = _module(_fns)
+with case("every defined function of the module counts", show=lambda: _show_ir(_t)):
+    _check_macs("a module with 3 defined functions: every defined function of the module counts", _t, _want)
+# a loop: its body counts once (static count)
+_lt = _pick(_FL)
+_t = f"""define void @loop({_lt} %a, {_lt} %b, ptr %out, i64 %n) {{
+entry:
+  br label %body
+body:
+  %i = phi i64 [0, %entry], [%i.next, %body]
+  %acc = phi {_lt} [%a, %entry], [%acc.next, %body]
+  %m = fmul {_lt} %acc, %b
+  %acc.next = fadd {_lt} %m, %a
+  %i.next = add i64 %i, 1
+  %more = icmp slt i64 %i.next, %n
+  br i1 %more, label %body, label %done
+done:
+  store {_lt} %acc.next, ptr %out
+  ret void
+}}
+"""
+with case("a loop body counts once", show=lambda: _show_ir(_t)):
+    _check_macs(f"a loop whose body has one {_lt} fmul->fadd: a loop body counts once (static count)", _t, _lanes_of(_lt))
+# an fmul in a block laid out after its add's block (the entry jumps to it first): defined before it is used, but
+# printed after; one pass over the text that only matches adds with fmuls already seen misses it
+_xt, _xop, _xfirst = _pick(_FL + _DB), str(_rng.choice(["fadd", "fsub"])), bool(_rng.integers(2))
+_t = f"""define void @split({_xt} %a, {_xt} %b, {_xt} %c, ptr %out) {{
+entry:
+  br label %late
+early:
+  %s = {_xop} {_xt} {'%m, %c' if _xfirst else '%c, %m'}
+  store {_xt} %s, ptr %out
+  ret void
+late:
+  %m = fmul {_xt} %a, %b
+  br label %early
+}}
+"""
+_label = ("an fmul feeding an fadd or fsub (as either operand) counts wherever its block is laid out (here after "
+          "the add's block)")
+with case(_label, show=lambda: _show_ir(_t)):
+    _check_macs(_label, _t, _lanes_of(_xt))
+# random mixtures of every kind
+_KINDS = ["pair", "shared", "fma", "fmuladd", "calls", "nonmac"]
+for _trial in range(8):
+    _groups = [(str(_rng.choice(_KINDS)), _pick(_FL + _DB), int(_rng.integers(4))) for _ in range(int(_rng.integers(2, 7)))]
+    _t, _want = _module([_function("h", _groups, _rng, unnamed=bool(_trial % 2))])
+    with case(f"random function #{_trial}", show=lambda: _show_ir(_t)):
+        _check_macs(f"random function #{_trial}", _t, _want, _groups, _rng)
+# kernels the course's backend generates, before and after -O3 (fastmath lets LLVM form fmuladd calls)
+_n = int(_rng.integers(16, 64))
+_A, _B, _O = Buffer("A", (_n,)), Buffer("B", (_n,)), Buffer("O", (_n,), role="out")
+_i = Var("i")
+for _fm in (False, True):
+    _k = Kernel("axpb", (_A, _B, _O), [loop(_i, _n, body=[Store(_O, (_i,), _A[_i] * _B[_i] + _A[_i] * 2.0 - _B[_i])])],
+                fastmath=_fm)
     for _level in (0, 3):
         _t = optimize(emit_llvm(_k), _level)
-        check_equal(count_macs(_t), _saved_count_fmas(_t), name=f"count_macs(an elementwise kernel at -O{_level})")
-    ### END HIDDEN TESTS
-finally:
-    _analysis.count_fmas = _saved_count_fmas
+        with case(f"an elementwise kernel at -O{_level}{' with fastmath' if _fm else ''}", show=lambda: str(_k)):
+            _check_macs(f"an elementwise kernel at -O{_level}{' with fastmath' if _fm else ''}", _t, _reference_count(_t))
+### END HIDDEN TESTS
 print("count_macs: visible tests passed")
+
 
 # %% [markdown]
 # ## 8. From graph nodes to loops: the kernel IR
@@ -677,8 +890,10 @@ print("matches numpy:", np.allclose(_res, _xs + _bs), "| vectorized at -O3:", ve
 #   size-1 dimensions. `Max`/`Min` are `maximum(a, b)` / `minimum(a, b)` from `infopt.codegen`;
 # * any kernel name (an identifier).
 #
-# The library's own lowering helpers (`lower_node`, `lower_elementwise`, `broadcast_index`, `lower_program`) are
-# switched off during the tests. Tests compile your kernel and compare with numpy on random shapes.
+# Do not call the library's own lowering helpers `lower_node`, `lower_elementwise`, `broadcast_index`,
+# `lower_program` or `fuse_elementwise_chain` (calling one while the tests run your function raises an error). Tests
+# check the buffers and the loops, compile your kernel and compare with numpy on random shapes covering every
+# broadcasting case.
 
 # %% solution=true grade_id="lower"
 def lower_binary(graph: Graph, node) -> Kernel:
@@ -705,30 +920,44 @@ def lower_binary(graph: Graph, node) -> Kernel:
 
 
 # %% grade_id="lower_test" points=2
-import infopt.codegen.graph_compile as _gc
-import infopt.codegen.lower_elementwise as _le
+from infopt.codegen.walk import loops_in
+from infopt.grading import GradingError, call_student, case, forbidding
+from infopt.ir.testing import graph_fingerprint
 
 _NP_BINARY = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": np.divide, "Max": np.maximum, "Min": np.minimum}
-_saved_lowering = {m: {n: getattr(m, n) for n in ("lower_elementwise", "broadcast_index", "lower_program", "lower_node")
-                       if hasattr(m, n)} for m in (_le, _gc)}
-_saved_table = dict(_gc.LOWERINGS)
+_student_lower = forbidding(
+    lower_binary, "infopt.codegen.graph_compile:lower_node", "infopt.codegen.lower_elementwise:lower_elementwise",
+    "infopt.codegen.lower_elementwise:broadcast_index", "infopt.codegen.lower_elementwise:lower_program",
+    "infopt.codegen.lower_elementwise:fuse_elementwise_chain", exercise="lower_binary's loop nest")
 
 
-def _off(*a, **k):
-    raise RuntimeError("write the loops yourself: infopt's elementwise lowering is switched off for this exercise")
-
-
-def _check_lower(op: str, sa: tuple, sb: tuple, rng, what: str) -> None:
+def _check_lower(op: str, sa: tuple, sb: tuple, rng, what: str, inside: bool = False) -> None:
+    """Lower `a op b` (shapes sa, sb) with the student's lower_binary; check buffers, loops and values vs numpy.
+    With `inside`, the node sits inside a bigger graph: its inputs are a graph input and another node's output, the
+    graph lists its inputs in the other order, and the node's output feeds a later node."""
     gg = Graph("t")
-    gg.add_input("a", TensorType(sa, "f32"))
-    gg.add_input("b", TensorType(sb, "f32"))
-    nd = gg.add_node(op, ["a", "b"])
-    gg.outputs = nd.outputs
-    kern = lower_binary(gg, nd)
+    if inside:
+        gg.add_input("p", TensorType(sb, "f32"))
+        gg.add_input("q", TensorType(sa, "f32"))
+        nd = gg.add_node(op, [gg.add_node("Neg", ["q"]).outputs[0], "p"])
+        gg.outputs = gg.add_node("Relu", nd.outputs).outputs
+    else:
+        gg.add_input("a", TensorType(sa, "f32"))
+        gg.add_input("b", TensorType(sb, "f32"))
+        nd = gg.add_node(op, ["a", "b"])
+        gg.outputs = nd.outputs
+    out = gg.type_of(nd.outputs[0]).shape
+    kern = call_student(_student_lower, gg, nd, name="lower_binary",
+                        fingerprint=lambda x: graph_fingerprint(x) if isinstance(x, Graph) else str(x))
     check_true(isinstance(kern, Kernel), f"{what}: lower_binary must return a Kernel, got {type(kern).__name__}")
-    check_equal([(b.name, b.shape, b.role) for b in kern.buffers],
-                [("in0", sa, "in"), ("in1", sb, "in"), ("out0", gg.type_of(nd.outputs[0]).shape, "out")],
-                name=f"{what}: the kernel's buffers (name, shape, role)")
+    check_equal([(b.name, b.shape, b.dtype, b.role) for b in kern.buffers],
+                [("in0", sa, "f32", "in"), ("in1", sb, "f32", "in"), ("out0", out, "f32", "out")],
+                name=f"{what}: the kernel's buffers (name, shape, dtype, role), in this order")
+    loops = loops_in(kern.body)
+    extents = [lp.extent for lp in loops]
+    check_true(len(loops) == len(out) and sorted(e if e is not None else -1 for e in extents) == sorted(out),
+               f"{what}: build one loop per output dimension ({len(out)} loops, over {out}); your kernel has "
+               f"{len(loops)} loop(s) with trip counts {extents}")
     a = rng.standard_normal(sa).astype(np.float32)
     b = rng.standard_normal(sb).astype(np.float32)
     if op == "Div":
@@ -736,37 +965,59 @@ def _check_lower(op: str, sa: tuple, sb: tuple, rng, what: str) -> None:
     try:
         (got,) = compile_kernel(kern).run(a, b)
     except KernelError as err:
-        raise AssertionError(f"{what}: your kernel is ill-formed: {err}") from None
-    check_array(got, _NP_BINARY[op](a, b).astype(np.float32), rtol=1e-6, atol=1e-6, name=f"{what} result")
+        raise GradingError(f"{what}: your kernel is ill-formed: {err}") from None
+    check_array(got, _NP_BINARY[op](a, b).astype(np.float32), rtol=1e-6, atol=1e-6,
+                name=f"{what}: result (out0 = in0 {op} in1, numpy broadcasting)")
 
 
-for _m, _names in _saved_lowering.items():
-    for _n in _names:
-        setattr(_m, _n, _off)
-_gc.LOWERINGS.clear()
-try:
-    _r0 = np.random.default_rng(5)
-    _check_lower("Add", (3, 5), (3, 5), _r0, "Add (3,5)+(3,5)")
-    _check_lower("Mul", (4, 6), (6,), _r0, "Mul (4,6)*(6,)")
-    _check_lower("Max", (2, 1, 5), (3, 1), _r0, "Max (2,1,5) with (3,1)")
-    ### BEGIN HIDDEN TESTS
-    _rng = np.random.default_rng()
-    for _trial in range(12):
-        _rank = int(_rng.integers(1, 5))
-        _out = tuple(int(v) for v in _rng.integers(1, 6, _rank))
-        _sa = tuple(d if _rng.random() < 0.6 else 1 for d in _out)
-        _sb = tuple(d if _rng.random() < 0.6 else 1 for d in _out)[int(_rng.integers(0, _rank)):]
-        if _rng.random() < 0.5:
-            _sa, _sb = _sb, _sa
-        _op = str(_rng.choice(list(_NP_BINARY)))
-        _check_lower(_op, _sa, _sb, _rng, f"hidden {_op} {_sa} with {_sb}")
-    ### END HIDDEN TESTS
-finally:
-    for _m, _names in _saved_lowering.items():
-        for _n, _f in _names.items():
-            setattr(_m, _n, _f)
-    _gc.LOWERINGS.update(_saved_table)
+_r0 = np.random.default_rng(5)
+_check_lower("Add", (3, 5), (3, 5), _r0, "Add (3,5)+(3,5)")
+_check_lower("Mul", (4, 6), (6,), _r0, "Mul (4,6)*(6,)")
+_check_lower("Max", (2, 1, 5), (3, 1), _r0, "Max (2,1,5) with (3,1)")
+### BEGIN HIDDEN TESTS
+from infopt.grading import grading_rng
+
+_rng = grading_rng()
+_p, _q, _r = (int(v) for v in _rng.permutation(np.arange(2, 8))[:3])   # three different sizes >= 2
+_S = 2   # a size-2 dimension in every grading (read at index i, not 0)
+_shapes = [  # every broadcasting situation, in every grading (the sizes are fresh each time)
+    ("the same shape", (_p, _q), (_p, _q)),
+    ("in1 has fewer dimensions (aligned from the right)", (_p, _q, _r), (_q, _r)),
+    ("in0 has fewer dimensions (aligned from the right)", (_r,), (_p, _q, _r)),
+    ("in0 has a size-1 dimension", (_p, 1, _r), (_p, _q, _r)),
+    ("in1 has size-1 dimensions", (_p, _q, _r), (1, _q, 1)),
+    ("both broadcast (an outer product)", (_p, 1), (1, _q)),
+    ("a size-1 output dimension", (1, _q), (_p, 1, 1)),
+    ("in1 is a single element", (_q, _p), (1,)),
+    ("rank 4", (_S, 1, _q, _r), (_p, 1, _r)),
+]
+_ops = [str(o) for o in _rng.permutation(list(_NP_BINARY))]
+for _k, (_label, _sa, _sb) in enumerate(_shapes):    # each op on each side of the list, so every op is tried
+    _op = _ops[_k % len(_ops)]
+    _what = f"hidden {_op}: {_label}, {_sa} with {_sb}"
+    with case(_what, show=lambda: f"{_op} of in0 {_sa} and in1 {_sb}"):
+        _check_lower(_op, _sa, _sb, _rng, _what)
+# the node inside a bigger graph: its inputs and output are not the graph's (shapes from node.inputs/node.outputs)
+_op = str(_rng.choice(list(_NP_BINARY)))
+_sa, _sb = (_p, _q), (_r, _p, 1)
+_what = f"hidden {_op}: a node inside a graph (not the graph's inputs or output), {_sa} with {_sb}"
+with case(_what, show=lambda: f"{_op} of in0 {_sa} (a Neg node's output) and in1 {_sb} (graph input); the graph's "
+                              "inputs are [in1, in0's source] and its output is a Relu of this node"):
+    _check_lower(_op, _sa, _sb, _rng, _what, inside=True)
+for _trial in range(3):
+    _rank = int(_rng.integers(1, 5))
+    _out = tuple(int(v) for v in _rng.integers(1, 6, _rank))
+    _sa = tuple(d if _rng.random() < 0.6 else 1 for d in _out)
+    _sb = tuple(d if _rng.random() < 0.6 else 1 for d in _out)[int(_rng.integers(0, _rank)):]
+    if _rng.random() < 0.5:
+        _sa, _sb = _sb, _sa
+    _op = str(_rng.choice(list(_NP_BINARY)))
+    _what = f"hidden random {_op} {_sa} with {_sb}"
+    with case(_what, show=lambda: f"{_op} of in0 {_sa} and in1 {_sb}"):
+        _check_lower(_op, _sa, _sb, _rng, _what)
+### END HIDDEN TESTS
 print("lower_binary: visible tests passed")
+
 
 # %% [markdown]
 # ## 9. Fusion: one loop nest instead of four
@@ -783,16 +1034,18 @@ print("lower_binary: visible tests passed")
 # `Add Sub Mul Max Min Relu Neg`, whose inputs and outputs **all have the same shape** (no broadcasting), and
 # whose single output is the last node's output:
 #
-# * buffers: one per graph input, in `graph.inputs` order, named `in0, in1, ...` (role `"in"`), then
-#   `Buffer("out0", shape, role="out")`;
+# * buffers: one per graph input (also an input no node reads), in `graph.inputs` order, named `in0, in1, ...`
+#   (role `"in"`), then `Buffer("out0", shape, role="out")`;
 # * **one** loop nest over the shape; in its body, each node's value is computed from its inputs (graph inputs
 #   are loads, earlier nodes' values are the local scalars you assigned them to: `Assign(Var("t3", "f32"), expr)`);
 #   the body ends with **one** store, of the last node's value, into `out0`;
 # * no temporary buffers.
 #
 # `infopt.codegen.lower_elementwise.ew_expr(op, args, attrs, "f32", Scalars())` gives the `(statements,
-# expression)` for one op if you want it. `fuse_elementwise_chain` and `lower_program` are switched off during
-# the tests. The tests check the result against the interpreter, and that the IR after mem2reg stores once (to `out0`).
+# expression)` for one op if you want it. Do not call `fuse_elementwise_chain`, `lower_program`, `lower_elementwise`
+# or `lower_node` (calling one while the tests run your function raises an error). The tests check the buffers and
+# the loop nest, the result against the interpreter, that the IR after mem2reg stores once (to `out0`), and that each
+# node's value is assigned to a local scalar.
 
 # %% solution=true grade_id="fuse"
 def fuse_chain(graph: Graph) -> Kernel:
@@ -818,69 +1071,137 @@ def fuse_chain(graph: Graph) -> Kernel:
 
 
 # %% grade_id="fuse_test" points=3
-import infopt.codegen.lower_elementwise as _le
+import itertools
 
-
-def _off(*a, **k):
-    raise RuntimeError("write the loops yourself: infopt's elementwise lowering is switched off for this exercise")
-
+from infopt.codegen.walk import iter_stmts
+from infopt.grading import GradingError, call_student, case, forbidding
+from infopt.ir.testing import graph_fingerprint
 
 _FUSE_OPS = {"Add": 2, "Sub": 2, "Mul": 2, "Max": 2, "Min": 2, "Relu": 1, "Neg": 1}
-_saved_fuse = {n: getattr(_le, n) for n in ("fuse_elementwise_chain", "lower_program")}
+_student_fuse = forbidding(
+    fuse_chain, "infopt.codegen.lower_elementwise:fuse_elementwise_chain", "infopt.codegen.lower_elementwise:lower_program",
+    "infopt.codegen.lower_elementwise:lower_elementwise", "infopt.codegen.lower_elementwise:lower_fused_node",
+    "infopt.codegen.graph_compile:lower_node", exercise="fuse_chain's loop nest")
 
 
-def _random_chain(rng, n_nodes: int, n_inputs: int, shape: tuple) -> Graph:
+def _chain(shape: tuple, n_inputs: int, steps: list, names: list | None = None) -> Graph:
+    """A chain graph: steps are (op, [argument refs]); a ref is 'x<k>' (graph input k) or an int (an earlier step).
+    `names` names the graph inputs (default x0, x1, ...)."""
     gg = Graph("chain")
-    avail = [gg.add_input(f"x{k}", TensorType(shape, "f32")) for k in range(n_inputs)]
-    for _ in range(n_nodes):
-        op = str(rng.choice(list(_FUSE_OPS)))
-        args = [avail[-1]] + [avail[int(rng.integers(len(avail)))] for _ in range(_FUSE_OPS[op] - 1)]
-        avail.append(gg.add_node(op, args).outputs[0])
-    gg.outputs = [avail[-1]]
+    xs = [gg.add_input(names[k] if names else f"x{k}", TensorType(shape, "f32")) for k in range(n_inputs)]
+    vals: list[str] = []
+    for op, refs in steps:
+        vals.append(gg.add_node(op, [xs[int(r[1:])] if isinstance(r, str) else vals[r] for r in refs]).outputs[0])
+    gg.outputs = [vals[-1]]
     return gg
 
 
+def _random_chain(rng, n_nodes: int, n_inputs: int, shape: tuple) -> Graph:
+    """A random chain: each node reads the previous value and, for binary ops, any earlier value or input."""
+    steps = []
+    for k in range(n_nodes):
+        op = str(rng.choice(list(_FUSE_OPS)))
+        pool = [f"x{j}" for j in range(n_inputs)] + list(range(k))
+        refs = [k - 1 if k else "x0"] + [pool[int(rng.integers(len(pool)))] for _ in range(_FUSE_OPS[op] - 1)]
+        steps.append((op, refs if rng.random() < 0.5 else refs[::-1]))
+    return _chain(shape, n_inputs, steps)
+
+
 def _check_fuse(gg: Graph, rng, what: str) -> None:
-    kern = fuse_chain(gg)
+    """Fuse the chain with the student's fuse_chain; check buffers, the loop nest, values, stores and scalars."""
+    kern = call_student(_student_fuse, gg, name="fuse_chain", fingerprint=graph_fingerprint)
     check_true(isinstance(kern, Kernel), f"{what}: fuse_chain must return a Kernel, got {type(kern).__name__}")
     shape = gg.type_of(gg.outputs[0]).shape
-    expect = [(f"in{k}", shape, "in") for k in range(len(gg.inputs))] + [("out0", shape, "out")]
-    check_equal([(b.name, b.shape, b.role) for b in kern.buffers], expect, name=f"{what}: the kernel's buffers")
+    temps = [b.name for b in kern.buffers if b.role == "temp"]
+    check_true(not temps, f"{what}: a fused kernel has no temporary buffers; yours declares {temps}: keep each "
+                          "node's value in a local scalar")
+    expect = [(f"in{k}", shape, "f32", "in") for k in range(len(gg.inputs))] + [("out0", shape, "f32", "out")]
+    check_equal([(b.name, b.shape, b.dtype, b.role) for b in kern.buffers], expect,
+                name=f"{what}: the kernel's buffers (one per graph input, in graph.inputs order, then out0)")
+    check_true(len(kern.body) == 1 and isinstance(kern.body[0], Loop),
+               f"{what}: build one loop nest over the shape (the kernel body is a single loop); yours has "
+               f"{len(kern.body)} top-level statements: {[s.head for s in kern.body][:4]}")
     feeds = {name: rng.standard_normal(shape).astype(np.float32) for name in gg.inputs}
     try:
-        (got,) = compile_kernel(kern).run(*[feeds[n] for n in gg.inputs])
+        ck = compile_kernel(kern)
+        (got,) = ck.run(*[feeds[n] for n in gg.inputs])
     except KernelError as err:
-        raise AssertionError(f"{what}: your kernel is ill-formed: {err}") from None
-    check_array(got, run_graph(gg, feeds)[gg.outputs[0]], rtol=1e-5, atol=1e-6, name=f"{what} result")
+        raise GradingError(f"{what}: your kernel is ill-formed: {err}") from None
     stores = count_memory(optimize(emit_llvm(kern), passes=["mem2reg"]))["stores"]
     check_true(stores == 1, f"{what}: a fused kernel stores once per element (only out0); after mem2reg your IR has "
                             f"{stores} store instructions — keep intermediates in local scalars, not buffers")
+    want = run_graph(gg, feeds)[gg.outputs[0]]
+    if not np.allclose(got, want, rtol=1e-5, atol=1e-6):   # right values from reordered inputs: the buffer order
+        for perm in itertools.permutations(gg.inputs):
+            if list(perm) != gg.inputs and np.allclose(ck.run(*[feeds[n] for n in perm])[0], want, rtol=1e-5, atol=1e-6):
+                raise GradingError(f"{what}: the kernel's buffers are out of order: in<k> must be graph input k "
+                                   f"(graph.inputs = {gg.inputs}); your kernel is right only when fed {list(perm)}")
+    check_array(got, want, rtol=1e-5, atol=1e-6, name=f"{what}: result (compared with the interpreter)")
+    assigns = sum(isinstance(s, Assign) for s in iter_stmts(kern.body))
+    check_true(assigns >= len(gg.nodes), f"{what}: assign each node's value to a local scalar once "
+                                         f"(Assign(Var(...), expr)) and use that scalar: {len(gg.nodes)} nodes, but "
+                                         f"your kernel has {assigns} Assign statements (an expression tree recomputes "
+                                         "a value every time it is used)")
 
 
-for _n in _saved_fuse:
-    setattr(_le, _n, _off)
-try:
-    _r0 = np.random.default_rng(11)
-    _g4 = Graph("visible")
-    _g4.add_input("x", TensorType((64,), "f32"))
-    _g4.add_input("y", TensorType((64,), "f32"))
-    _a = _g4.add_node("Mul", ["x", "y"]).outputs[0]
-    _b = _g4.add_node("Add", [_a, "x"]).outputs[0]
-    _c = _g4.add_node("Relu", [_b]).outputs[0]
-    _g4.outputs = _g4.add_node("Mul", [_c, "y"]).outputs
-    _check_fuse(_g4, _r0, "relu(x*y + x) * y on (64,)")
-    _check_fuse(_random_chain(_r0, 5, 3, (3, 7)), _r0, "a 5-node chain on (3, 7)")
-    ### BEGIN HIDDEN TESTS
-    _rng = np.random.default_rng()
-    for _trial in range(10):
-        _shape = tuple(int(v) for v in _rng.integers(1, 9, int(_rng.integers(1, 4))))
-        _gg = _random_chain(_rng, int(_rng.integers(1, 9)), int(_rng.integers(1, 4)), _shape)
-        _check_fuse(_gg, _rng, f"hidden chain #{_trial} ({[n.op for n in _gg.nodes]} on {_shape})")
-    ### END HIDDEN TESTS
-finally:
-    for _n, _f in _saved_fuse.items():
-        setattr(_le, _n, _f)
+_r0 = np.random.default_rng(11)
+_g4 = Graph("visible")
+_g4.add_input("x", TensorType((64,), "f32"))
+_g4.add_input("y", TensorType((64,), "f32"))
+_a = _g4.add_node("Mul", ["x", "y"]).outputs[0]
+_b = _g4.add_node("Add", [_a, "x"]).outputs[0]
+_c = _g4.add_node("Relu", [_b]).outputs[0]
+_g4.outputs = _g4.add_node("Mul", [_c, "y"]).outputs
+_check_fuse(_g4, _r0, "relu(x*y + x) * y on (64,)")
+_check_fuse(_random_chain(_r0, 5, 3, (3, 7)), _r0, "a 5-node chain on (3, 7)")
+### BEGIN HIDDEN TESTS
+from infopt.grading import grading_rng
+
+_rng = grading_rng()
+_p, _q, _r = (int(v) for v in _rng.permutation(np.arange(2, 9))[:3])
+
+
+def _all_ops(k0: int) -> list:
+    """Every op once, in a random order; each binary op reads the previous value and an input, in either order."""
+    steps = []
+    for k, op in enumerate(str(o) for o in _rng.permutation(list(_FUSE_OPS))):
+        prev = k - 1 if k else "x1"
+        refs = [prev] if _FUSE_OPS[op] == 1 else ([prev, "x0"] if (k + k0) % 2 else ["x0", prev])
+        steps.append((op, refs))
+    return steps
+
+
+_cases = [  # built into every grading: each op, argument order, inputs used out of order or not at all, fan-out
+    ("every op, the earlier value first", (_p, _q), 2, _all_ops(0)),
+    ("every op, the earlier value second", (_q, _r, _p), 2, _all_ops(1)),
+    ("inputs read in another order than graph.inputs, one never read", (_r, _p), 4,
+     [("Mul", ["x2", "x0"]), ("Sub", ["x3", 0]), ("Max", [1, "x2"])]),
+    ("a value used by two later nodes", (_p * _q,), 2,
+     [("Add", ["x0", "x1"]), ("Neg", [0]), ("Min", [0, 1]), ("Sub", [2, 0])]),
+    ("a single node", (_q, 1, _r), 1, [("Relu", ["x0"])]),
+]
+_POOL = ["act", "bias", "gate", "h", "k", "mask", "q", "res", "scale", "v", "w", "x", "y", "z"]
+
+
+def _unsorted_names(n: int) -> list:
+    """n distinct input names whose sorted order is not graph.inputs order (when n > 1)."""
+    return sorted((str(w) for w in _rng.choice(_POOL, n, replace=False)), reverse=True)
+
+
+for _label, _shape, _nin, _steps in _cases:
+    _gg = _chain(_shape, _nin, _steps, names=_unsorted_names(_nin))
+    _what = f"hidden: {_label} ({[n.op for n in _gg.nodes]} on {_shape})"
+    with case(_what, show=lambda: str(_gg)):
+        _check_fuse(_gg, _rng, _what)
+for _trial in range(4):
+    _shape = tuple(int(v) for v in _rng.integers(1, 9, int(_rng.integers(1, 4))))
+    _gg = _random_chain(_rng, int(_rng.integers(2, 9)), int(_rng.integers(1, 4)), _shape)
+    _what = f"hidden chain #{_trial} ({[n.op for n in _gg.nodes]} on {_shape})"
+    with case(_what, show=lambda: str(_gg)):
+        _check_fuse(_gg, _rng, _what)
+### END HIDDEN TESTS
 print("fuse_chain: visible tests passed")
+
 
 # %% [markdown]
 # Now the measurement (with the library's fused kernel, so this cell works whatever your exercise does): the
@@ -946,8 +1267,10 @@ print("-O3 vectorization:", vectorization(optimize(fused_kernel_ir, 3)))
 # * *reduction*: `[Assign(acc, init), Loop(i, ..., body=(Assign(acc, g(acc, X[i])),)), Store(Y, (0,), acc)]`
 #
 # with element dtypes `f32 f64 i32 i64` (the dtype of `X`, `Y` and `acc` agree) and `kernel.fastmath` either way.
-# Decide from the kernel's structure — do not compile it. The tests compile each kernel at `-O3` and compare your
-# prediction with what LLVM did (`vector_bits` is measured on the grading machine).
+# Decide from the kernel's structure — do not compile it (while the tests run your function, LLVM's optimizer and
+# JIT raise an error). The tests compile each kernel at `-O3`, asking LLVM for `vector_bits`-wide vectors, and
+# compare your prediction with what LLVM did (`vector_bits` is measured on the grading machine, and 128 is tried
+# too).
 
 # %% solution=true grade_id="predict"
 def predict_o3(kernel: Kernel, vector_bits: int) -> dict:
@@ -965,15 +1288,31 @@ def predict_o3(kernel: Kernel, vector_bits: int) -> dict:
 # %% grade_id="predict_test" points=2
 import re as _re
 
+from infopt.codegen.llvm_jit import with_vector_width
+from infopt.grading import call_student, case, forbidding
 
-def _o3_truth(kern: Kernel) -> dict:
-    text = optimize(emit_llvm(kern), 3)
-    widths = [int(w) for w in _re.findall(r"<(\d+) x (?:float|double|i32|i64)>", text)]
+_student_predict = forbidding(
+    predict_o3, "infopt.codegen.llvm_jit:optimize", "infopt.codegen.llvm_jit:jit", "infopt.codegen.llvm_jit:JitModule",
+    "infopt.codegen.llvm_jit:emit_asm", "infopt.codegen.compiled:compile_kernel", "infopt.codegen.compiled:compile_tuned",
+    "infopt.codegen.compiled:CompiledKernel", "llvmlite.binding:create_pass_builder",
+    "llvmlite.binding:create_new_module_pass_manager", "llvmlite.binding:create_new_function_pass_manager",
+    "llvmlite.binding:PassBuilder", "llvmlite.binding:create_mcjit_compiler", "subprocess:run", "subprocess:Popen",
+    "os:system", exercise="the prediction from the kernel's structure",
+    why="predict_o3 must not compile the kernel or run LLVM: read its loops, dtypes and fastmath flag")
+
+
+def _o3_truth(kern: Kernel, bits: int | None = None) -> dict:
+    """What -O3 did to the kernel's loop, asking LLVM for `bits`-wide vectors when that is not the host's choice."""
+    text = emit_llvm(kern)
+    if bits is not None and bits != VECTOR_BITS:
+        text = with_vector_width(text, kern.name, bits)
+    widths = [int(w) for w in _re.findall(r"<(\d+) x (?:float|double|i32|i64)>", optimize(text, 3))]
     w = max(widths) if widths else 1
     return {"vectorized": w > 1, "width": w}
 
 
-def _kernel_case(kind: str, dtype: str, n: int, fastmath: bool, op: str) -> Kernel:
+def _kernel_case(kind: str, dtype: str, n: int, fastmath: bool, op: str, name: str = "kern") -> Kernel:
+    """An elementwise loop ('map') or a reduction ('red') over n elements; the name says nothing of which."""
     Xb, Yb = Buffer("X", (n,), dtype), Buffer("Y", (n,), dtype, "out")
     iv = Var("i")
     fl = dtype in ("f32", "f64")
@@ -983,34 +1322,67 @@ def _kernel_case(kind: str, dtype: str, n: int, fastmath: bool, op: str) -> Kern
              "axpy": Xb[iv] * two + Xb[iv]}[op]
         body = [loop(iv, n, body=[Store(Yb, (iv,), e)])]
     else:
-        acc = Var("acc", dtype)
+        acc = Var("t", dtype)
         upd = {"add": acc + Xb[iv], "mul": acc + Xb[iv] * Xb[iv], "max": maximum(acc, Xb[iv]),
                "axpy": acc + Xb[iv] * two}[op]
         body = [Assign(acc, Const(0, dtype)), loop(iv, n, body=[Assign(acc, upd)]), Store(Yb, (0,), acc)]
-    return Kernel(f"{kind}_{dtype}_{op}_{n}_{int(fastmath)}", (Xb, Yb), body, fastmath=fastmath)
+    return Kernel(name, (Xb, Yb), body, fastmath=fastmath)
 
 
 def _check_predict(kern: Kernel, bits: int, what: str) -> None:
-    got = predict_o3(kern, bits)
+    got = call_student(_student_predict, kern, bits, name="predict_o3")
     check_true(isinstance(got, dict) and set(got) == {"vectorized", "width"},
                f"{what}: predict_o3 must return a dict with keys 'vectorized' and 'width', got {got!r}")
-    check_equal({"vectorized": bool(got["vectorized"]), "width": int(got["width"])}, _o3_truth(kern),
+    check_true(isinstance(got["width"], (int, np.integer)) and not isinstance(got["width"], bool) and got["width"] >= 1,
+               f"{what}: 'width' is a number of lanes (an int >= 1), got {got['width']!r}")
+    check_true(bool(got["vectorized"]) or got["width"] == 1,
+               f"{what}: 'width' is 1 when not vectorized, got {got!r}")
+    check_equal({"vectorized": bool(got["vectorized"]), "width": int(got["width"])}, _o3_truth(kern, bits),
                 name=f"{what}: your prediction vs what -O3 did")
 
 
 VECTOR_BITS = 32 * _o3_truth(_kernel_case("map", "f32", 1024, False, "add"))["width"]
 print("measured vector register width for -O3 on this host:", VECTOR_BITS, "bits")
-_check_predict(_kernel_case("map", "f32", 1000, False, "axpy"), VECTOR_BITS, "f32 elementwise axpy")
-_check_predict(_kernel_case("red", "f32", 1000, False, "add"), VECTOR_BITS, "f32 sum without fastmath")
-_check_predict(_kernel_case("red", "i32", 1000, False, "add"), VECTOR_BITS, "i32 sum")
+_check_predict(_kernel_case("map", "f32", 1000, False, "axpy"), VECTOR_BITS, "an elementwise loop (f32 axpy)")
+_check_predict(_kernel_case("red", "f32", 1000, False, "add"), VECTOR_BITS, "a float reduction without fastmath (f32 sum)")
+_check_predict(_kernel_case("red", "i32", 1000, False, "add"), VECTOR_BITS, "an integer reduction (i32 sum)")
 ### BEGIN HIDDEN TESTS
-_rng = np.random.default_rng()
-for _trial in range(12):
-    _case = (str(_rng.choice(["map", "red"])), str(_rng.choice(["f32", "f64", "i32", "i64"])),
-             int(_rng.integers(500, 5000)), bool(_rng.random() < 0.5), str(_rng.choice(["add", "mul", "max", "axpy"])))
-    _check_predict(_kernel_case(*_case), VECTOR_BITS, f"hidden kernel {_case}")
+from infopt.grading import grading_rng
+
+_rng = grading_rng()
+_OPS = ["add", "mul", "max", "axpy"]
+
+
+def _hidden_case(kind: str, dtype: str, fm: bool, op: str, bits: int) -> None:
+    n = int(_rng.integers(500, 5000))
+    kern = _kernel_case(kind, dtype, n, fm, op, name=f"k{int(_rng.integers(1 << 30)):x}")
+    cls = ("an elementwise loop" if kind == "map" else "an integer reduction" if dtype[0] == "i"
+           else f"a float reduction {'with' if fm else 'without'} fastmath")
+    what = f"hidden: {cls} over {n} {dtype} ({op}{', fastmath' if fm else ''}), vector_bits={bits}"
+    with case(what, show=lambda: str(kern)):
+        _check_predict(kern, bits, what)
+
+
+# Every grading tries each class of loop with every op (elementwise loops, integer reductions, float reductions
+# without and with fastmath), every dtype of the class with and without fastmath; the sizes, names and the pairing
+# of ops with dtypes are fresh each time. Elementwise loops come first, then integer, then float reductions.
+def _class_plan(kind: str, dtypes: tuple, fms: tuple) -> list:
+    combos = [(d, fm) for d in dtypes for fm in fms]
+    combos = combos * (-(-len(_OPS) // len(combos)))                # at least one case per op
+    ops = [str(o) for o in _rng.permutation(_OPS)] + [str(o) for o in _rng.permutation(_OPS)]
+    return [(kind, d, fm, ops[k % len(ops)]) for k, (d, fm) in enumerate(combos)]
+
+
+_plan = (_class_plan("map", ("f32", "f64", "i32", "i64"), (False, True)) + _class_plan("red", ("i32", "i64"), (False, True))
+         + _class_plan("red", ("f32", "f64"), (False,)) + _class_plan("red", ("f32", "f64"), (True,)))
+for _kind, _dtype, _fm, _op in _plan:
+    _hidden_case(_kind, _dtype, _fm, _op, VECTOR_BITS)
+if VECTOR_BITS > 128:                                              # asked for 128-bit vectors: the argument counts
+    for _dtype in ("f32", "i64"):
+        _hidden_case("map", _dtype, False, str(_rng.choice(_OPS)), 128)
 ### END HIDDEN TESTS
 print("predict_o3: visible tests passed")
+
 
 # %% [markdown]
 # ## 11. Special functions: where generated code usually loses

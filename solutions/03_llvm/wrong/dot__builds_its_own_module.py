@@ -1,0 +1,26 @@
+def build_dot(module: ir.Module) -> ir.Function:
+    """Makes a fresh module for the function instead of adding it to the one it is given."""
+    f32, i64 = ir.FloatType(), ir.IntType(64)
+    module = ir.Module(name="dot")
+    fn = ir.Function(module, ir.FunctionType(f32, [ir.PointerType(f32), ir.PointerType(f32), i64]), name="dot")
+    a, bvec, n = fn.args
+    entry, header, body, done = (fn.append_basic_block(s) for s in ("entry", "header", "body", "done"))
+    b = ir.IRBuilder(entry)
+    b.branch(header)
+    b.position_at_end(header)
+    i = b.phi(i64, name="i")
+    acc = b.phi(f32, name="acc")
+    i.add_incoming(ir.Constant(i64, 0), entry)
+    acc.add_incoming(ir.Constant(f32, 0.0), entry)
+    b.cbranch(b.icmp_signed("<", i, n), body, done)
+    b.position_at_end(body)
+    x = b.load(b.gep(a, [i], inbounds=True))
+    y = b.load(b.gep(bvec, [i], inbounds=True))
+    acc_next = b.fadd(acc, b.fmul(x, y), name="acc.next")
+    i_next = b.add(i, ir.Constant(i64, 1), name="i.next")
+    i.add_incoming(i_next, body)
+    acc.add_incoming(acc_next, body)
+    b.branch(header)
+    b.position_at_end(done)
+    b.ret(acc)
+    return fn

@@ -1,0 +1,22 @@
+def fuse_chain(graph: Graph) -> Kernel:
+    """Numbers the input buffers in the order the nodes first read them, not graph.inputs order."""
+    shape = graph.type_of(graph.outputs[0]).shape
+    order = []
+    for node in graph.nodes:
+        order += [i for i in node.inputs if i in graph.inputs and i not in order]
+    order += [i for i in graph.inputs if i not in order]
+    ins = [Buffer(f"in{k}", shape) for k in range(len(order))]
+    out = Buffer("out0", shape, role="out")
+    idx = tuple(Var(f"i{d}") for d in range(len(shape)))
+    sc = Scalars()
+    vals = {name: buf[idx] for name, buf in zip(order, ins)}
+    stmts = []
+    for node in graph.nodes:
+        pre, e = ew_expr(node.op, [vals[i] for i in node.inputs], node.attrs, "f32", sc)
+        v = sc.new("f32", "v")
+        stmts += pre + [Assign(v, e)]
+        vals[node.outputs[0]] = v
+    body = stmts + [Store(out, idx, vals[graph.outputs[0]])]
+    for v, n in reversed(list(zip(idx, shape))):
+        body = [Loop(v, 0, n, 1, tuple(body))]
+    return Kernel("fused_chain", tuple(ins + [out]), tuple(body))
