@@ -204,13 +204,15 @@ _R, _C = _ri(2, 6), _ri(2, 6)
 _k, _n = _ri(1, _R), _ri(1, _C)
 _schedule_case("the last PE of the weight tile (i = k - 1, j = n - 1)", _R, _C, _ri(1, 8), _n, _k, _k - 1, _n - 1)
 _R, _C = _ri(3, 6), _ri(1, 6)
-_k = _ri(1, _R - 1)
-_schedule_case("a PE below the weight tile (i >= k: its row holds no weight)", _R, _C, _ri(1, 8), _ri(1, _C), _k,
-               _ri(_k, _R - 1), 0)
+_k = _ri(1, _R - 2)
+_schedule_case("the PE row just below the weight tile (i = k: it holds no weight)", _R, _C, _ri(1, 8), _ri(1, _C), _k,
+               _k, 0)
+_schedule_case("a PE further below the weight tile (i > k)", _R, _C, _ri(1, 8), _ri(1, _C), _k, _ri(_k + 1, _R - 1), 0)
 _R, _C = _ri(1, 6), _ri(3, 6)
-_n = _ri(1, _C - 1)
-_schedule_case("a PE right of the weight tile (j >= n: its column holds no weight)", _R, _C, _ri(1, 8), _n, _ri(1, _R),
-               0, _ri(_n, _C - 1))
+_n = _ri(1, _C - 2)
+_schedule_case("the PE column just right of the weight tile (j = n: it holds no weight)", _R, _C, _ri(1, 8), _n,
+               _ri(1, _R), 0, _n)
+_schedule_case("a PE further right of the weight tile (j > n)", _R, _C, _ri(1, 8), _n, _ri(1, _R), 0, _ri(_n + 1, _C - 1))
 _schedule_case("a 1 x 1 array, one input row", 1, 1, 1, 1, 1, 0, 0)
 _R, _C = _ri(2, 6), _ri(2, 6)
 _schedule_case("a full tile streaming 8 rows", _R, _C, 8, _C, _R, _ri(0, _R - 1), _ri(0, _C - 1))
@@ -554,6 +556,7 @@ _program_case("edge tiles in N and K on a taller than wide array", _ri(1, 12), 2
 _R, _C = _ri(1, 5), _ri(1, 5)
 _program_case("exact multiples of the array", _ri(1, 12), 3 * _C, 2 * _R, _R, _C)
 _program_case("M = N = K = 1", 1, 1, 1, _ri(1, 5), _ri(1, 5))
+_program_case("a one-row array (every k-chunk is one row of B)", _ri(1, 12), _ri(1, 12), _ri(3, 9), 1, _ri(1, 5))
 _R, _C = _ri(2, 5), _ri(2, 5)
 _program_case("more rows of A than the array has", 4 * _R + _ri(1, 5), _ri(1, _C), _ri(1, _R), _R, _C)
 for _trial in range(4):
@@ -686,6 +689,13 @@ def _cycles_case(label: str, M: int, N: int, K: int, cfg: AccelConfig) -> None:
 
 _R, _C = _ri(2, 6), _ri(3, 6)
 _isolating_cases(_R, _C, _ri(1, _R - 1), _ri(1, _C - 1), _ri(1, 9), _ri(1, 30), hidden=True)
+_R, _C, _K, _TM = _ri(2, 6), _ri(2, 6), _ri(5, 20), _ri(2, 5)
+_cycles_case("weight-stationary row blocks limited by the in SRAM (TM < M, a smaller last block)", 3 * _TM + _ri(1, _TM - 1),
+             _ri(1, 3 * _C), _K, AccelConfig(_R, _C, "ws", "int8", in_sram_bytes=_K * _TM, dma_setup_cycles=_ri(0, 9)))
+_R, _C, _TK = _ri(2, 6), _ri(2, 6), _ri(2, 4)
+_cycles_case("output-stationary k-chunks limited by the wt SRAM (TK < K, a smaller last chunk)", _ri(1, 3 * _R),
+             _ri(1, 3 * _C), 2 * _TK + _ri(1, _TK - 1),
+             AccelConfig(_R, _C, "os", "float32", wt_sram_bytes=4 * _C * _TK, dma_setup_cycles=_ri(0, 9)))
 for _trial in range(8):
     _cfg = AccelConfig(_ri(2, 8), _ri(2, 8), ("ws", "os")[_trial % 2], ("int8", "float32")[(_trial // 2) % 2],
                        in_sram_bytes=_ri(2048, 8192), wt_sram_bytes=_ri(256, 1024), out_sram_bytes=_ri(1024, 4096),
