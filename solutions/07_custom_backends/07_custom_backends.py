@@ -114,7 +114,8 @@ for t, mm, n, k in run_ws.trace.pe_schedule(1, 2)[:4]:
 # the k × n weight tile does no useful MAC: return `[]`.
 #
 # The tests compare with the trace recorded by the simulator (`run_tile(..., mode="trace").trace.pe_schedule`)
-# on random array sizes, tiles and PEs.
+# on random array sizes, tiles and PEs. Do not run the simulator (`run_tile`) or read its trace: work the cycles out
+# from the skew.
 
 # %% solution=true grade_id="pe_schedule"
 def pe_schedule(i: int, j: int, m: int, n: int, k: int, R: int) -> list[tuple[int, int, int, int]]:
@@ -127,16 +128,50 @@ def pe_schedule(i: int, j: int, m: int, n: int, k: int, R: int) -> list[tuple[in
 
 
 # %% grade_id="pe_schedule_test" points=2
+from infopt.grading import call_student, case, forbidding, grading_rng
+
+# While your function runs, the simulator and its recorded trace raise: work the schedule out from the skew.
+_pe_schedule = forbidding(pe_schedule, "infopt.accel.array:run_tile", "infopt.accel.pe_trace:trace_tile",
+                          "infopt.accel.pe_trace:ArrayTrace.pe_schedule", exercise="the PE schedule")
+
+
 def _check_schedule(R: int, C: int, m: int, n: int, k: int, i: int, j: int, seed: int) -> None:
-    """Compare with the simulator's per-PE trace of a random tile."""
+    """Compare with the simulator's per-PE trace of a random tile: the type, the MACs, their order, their cycles."""
     r = np.random.default_rng(seed)
     a = r.integers(-5, 6, (m, k), dtype=np.int8)
     b = r.integers(-5, 6, (k, n), dtype=np.int8)
     want = run_tile(a, b, AccelConfig(R, C, "ws", "int8"), mode="trace").trace.pe_schedule(i, j)
-    got = pe_schedule(i, j, m, n, k, R)
-    check_true(isinstance(got, list), f"pe_schedule must return a list, got {type(got).__name__}")
-    got = [tuple(int(v) for v in t) for t in got]
-    check_equal(got, want, name=f"pe_schedule(i={i}, j={j}, m={m}, n={n}, k={k}, R={R}) on a {R}x{C} array")
+    what = f"pe_schedule(i={i}, j={j}, m={m}, n={n}, k={k}, R={R}) on a {R}x{C} array"
+    got = call_student(_pe_schedule, i, j, m, n, k, R, name="pe_schedule")
+    form = "a list of tuples (cycle, m_index, n_index, k_index) of Python ints"
+    check_true(type(got) is list, f"{what} must return {form}, got a {type(got).__name__}")
+    bad = [t for t in got if not (type(t) is tuple and len(t) == 4 and all(type(v) is int for v in t))]
+    if bad:
+        kinds = [type(v).__name__ for v in bad[0]] if isinstance(bad[0], tuple) else "?"
+        check_true(False, f"{what} must return {form}; one entry is {bad[0]!r} ({type(bad[0]).__name__} of {kinds})")
+    if not want:
+        check_true(not got, f"{what}: PE({i}, {j}) lies outside the {k} x {n} weight tile (it holds no weight), so it "
+                   f"does no useful MAC: expected [], got {len(got)} entries starting {got[:2]}")
+        return
+    check_true(bool(got), f"{what}: PE({i}, {j}) holds B[{i}, {j}] of the {k} x {n} weight tile and does {len(want)} "
+               f"useful MACs, starting {want[:2]}; got []")
+    macs = sorted(t[1:] for t in got)
+    check_true(macs == sorted(t[1:] for t in want),
+               f"{what}: the MACs (m_index, n_index, k_index) of PE({i}, {j}) are C[mm, {j}] += A[mm, {i}] * "
+               f"B[{i}, {j}] for every input row mm: expected {[t[1:] for t in want][:4]}..., got {macs[:4]}...")
+    cycles = [t[0] for t in got]
+    check_true(cycles == sorted(cycles), f"{what}: the MACs must be listed in order of their cycles; yours are not: "
+               f"{got[:4]}...")
+    when = {t[1:]: t[0] for t in want}
+    late = [(t[0], when[t[1:]], t[1:]) for t in got if t[0] != when[t[1:]]]
+    if late:
+        check_true(any(g - w != -R for g, w, _ in late),
+                   f"{what}: every cycle is {R} too early: cycles count from the start of the tile, so the R = {R} "
+                   f"preload cycles come first (expected {want[:2]}, got {got[:2]})")
+        g, w, mac = late[0]
+        check_true(False, f"{what}: PE(i, j) meets input row mm at stream cycle mm + i + j, after the R preload "
+                   f"cycles: the MAC (m, n, k) = {mac} happens at cycle {w}, you said {g}")
+    check_equal(got, want, name=what)
 
 
 _check_schedule(4, 4, 6, 4, 4, 1, 2, 0)
@@ -144,11 +179,46 @@ _check_schedule(4, 4, 6, 4, 4, 0, 0, 1)
 _check_schedule(3, 5, 2, 5, 3, 2, 4, 2)
 _check_schedule(4, 4, 3, 4, 2, 3, 1, 3)  # row 3 holds no weight when k = 2
 ### BEGIN HIDDEN TESTS
-_rng = np.random.default_rng()
-for _trial in range(12):
-    _R, _C = (int(v) for v in _rng.integers(1, 7, 2))
-    _k, _n, _m = int(_rng.integers(1, _R + 1)), int(_rng.integers(1, _C + 1)), int(_rng.integers(1, 9))
-    _check_schedule(_R, _C, _m, _n, _k, int(_rng.integers(_R)), int(_rng.integers(_C)), int(_rng.integers(1 << 30)))
+_rng = grading_rng(1)
+
+
+def _ri(lo: int, hi: int) -> int:
+    """A random int in [lo, hi]."""
+    return int(_rng.integers(lo, hi + 1))
+
+
+def _schedule_case(label: str, R: int, C: int, m: int, n: int, k: int, i: int, j: int) -> None:
+    with case(label, show=lambda: f"pe_schedule(i={i}, j={j}, m={m}, n={n}, k={k}, R={R}), a {R}x{C} array"):
+        _check_schedule(R, C, m, n, k, i, j, _ri(0, 1 << 30))
+
+
+_R = _ri(2, 5)  # a PE inside the tile, away from every edge, with 0 < j != R (row and column skew both count)
+_j = _ri(1, _R - 1)
+_schedule_case("a PE inside the tile (i > 0, j > 0)", _R, _R + 2, _ri(2, 8), _R + 1, _R, _ri(1, _R - 1), _j)
+_R = _ri(2, 5)
+_schedule_case("a PE in column j > R (the input hops right j times)", _R, _R + 3, _ri(2, 8), _R + 3, _ri(1, _R),
+               0, _R + _ri(1, 2))
+_R = _ri(2, 6)
+_schedule_case("PE(0, 0)", _R, _ri(1, 6), _ri(1, 8), 1, _ri(1, _R), 0, 0)
+_R, _C = _ri(2, 6), _ri(2, 6)
+_k, _n = _ri(1, _R), _ri(1, _C)
+_schedule_case("the last PE of the weight tile (i = k - 1, j = n - 1)", _R, _C, _ri(1, 8), _n, _k, _k - 1, _n - 1)
+_R, _C = _ri(3, 6), _ri(1, 6)
+_k = _ri(1, _R - 2)
+_schedule_case("the PE row just below the weight tile (i = k: it holds no weight)", _R, _C, _ri(1, 8), _ri(1, _C), _k,
+               _k, 0)
+_schedule_case("a PE further below the weight tile (i > k)", _R, _C, _ri(1, 8), _ri(1, _C), _k, _ri(_k + 1, _R - 1), 0)
+_R, _C = _ri(1, 6), _ri(3, 6)
+_n = _ri(1, _C - 2)
+_schedule_case("the PE column just right of the weight tile (j = n: it holds no weight)", _R, _C, _ri(1, 8), _n,
+               _ri(1, _R), 0, _n)
+_schedule_case("a PE further right of the weight tile (j > n)", _R, _C, _ri(1, 8), _n, _ri(1, _R), 0, _ri(_n + 1, _C - 1))
+_schedule_case("a 1 x 1 array, one input row", 1, 1, 1, 1, 1, 0, 0)
+_R, _C = _ri(2, 6), _ri(2, 6)
+_schedule_case("a full tile streaming 8 rows", _R, _C, 8, _C, _R, _ri(0, _R - 1), _ri(0, _C - 1))
+for _trial in range(6):
+    _R, _C = _ri(1, 6), _ri(1, 6)
+    _schedule_case(f"random tile #{_trial}", _R, _C, _ri(1, 8), _ri(1, _C), _ri(1, _R), _ri(0, _R - 1), _ri(0, _C - 1))
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -198,31 +268,45 @@ def os_step(a_regs: np.ndarray, b_regs: np.ndarray, acc: np.ndarray, a_in: np.nd
 
 # %% grade_id="os_step_test" points=3
 from infopt.accel.array import os_tile, skew_rows
+from infopt.grading import call_student, case, grading_rng
+
+_REGS = ("a_regs", "b_regs", "acc")
+_MOVES = {"a_regs": "every a moves one PE right and column 0 takes a_in",
+          "b_regs": "every b moves one PE down and row 0 takes b_in",
+          "acc": "after the shift, every PE adds the product of its new registers to its accumulator"}
 
 
 def _drive_os(A: np.ndarray, B: np.ndarray, R: int, C: int) -> np.ndarray:
-    """Run os_step for a whole tile with skewed feeds; returns the m x n accumulators."""
+    """Run os_step for a whole tile with skewed feeds, each cycle's registers checked against the simulator's
+    per-PE trace (empty registers are 0 here); returns the m x n accumulators."""
     (m, k), n = A.shape, B.shape[1]
     acc_dt = np.int32 if A.dtype == np.int8 else np.float32
+    trace = run_tile(A, B, AccelConfig(R, C, "os", "int8" if A.dtype == np.int8 else "float32"), mode="trace").trace
     T = k + m + n - 2
     a_feed = skew_rows(A.T.astype(acc_dt), R, T)  # a_feed[t, i] = A[i, t - i]
     b_feed = skew_rows(B.astype(acc_dt), C, T)  # b_feed[t, j] = B[t - j, j]
-    a = np.zeros((R, C), acc_dt)
-    b = np.zeros((R, C), acc_dt)
-    acc = np.zeros((R, C), acc_dt)
+    state = tuple(np.zeros((R, C), acc_dt) for _ in _REGS)
     for t in range(T):
-        a_feed_t, b_feed_t = a_feed[t].copy(), b_feed[t].copy()
-        state = (a.copy(), b.copy(), acc.copy())
-        out = os_step(a, b, acc, a_feed_t, b_feed_t)
+        feeds = (a_feed[t].copy(), b_feed[t].copy())
+        out = call_student(os_step, *state, *feeds, name="os_step")
         check_true(isinstance(out, tuple) and len(out) == 3,
-                   f"os_step must return a tuple (a_regs, b_regs, acc), got {type(out).__name__}")
-        check_true(all(np.array_equal(x, y) for x, y in zip((a, b, acc), state)),
-                   f"os_step modified its arguments at cycle {t}; return new arrays instead")
-        a, b, acc = out
-        for name, v in (("a_regs", a), ("b_regs", b), ("acc", acc)):
+                   f"cycle {t}: os_step must return a tuple (a_regs, b_regs, acc) of three arrays, got "
+                   f"{type(out).__name__}" + (f" of length {len(out)}" if isinstance(out, (tuple, list)) else ""))
+        for name, v in zip(_REGS, out):
             check_true(isinstance(v, np.ndarray) and v.shape == (R, C),
-                       f"cycle {t}: os_step returned {name} of shape {getattr(v, 'shape', None)}, expected {(R, C)}")
-    return acc[:m, :n]
+                       f"cycle {t}: os_step returned {name} of shape {getattr(v, 'shape', type(v).__name__)}, "
+                       f"expected {(R, C)} (the same shapes as the arguments)")
+            check_true(v.dtype == acc_dt, f"cycle {t}: os_step returned {name} with dtype {v.dtype}; expected "
+                       f"{np.dtype(acc_dt)}, the dtype of the arguments (int32 for int8 operands, float32 for float32)")
+        for name, v, want in zip(_REGS, out, (trace.a[t], trace.b[t], trace.acc[t])):
+            want = np.nan_to_num(want)
+            off = ~np.isclose(v, want, rtol=1e-6, atol=1e-6) if name == "acc" else v != want
+            if off.any():
+                pe = tuple(int(x) for x in np.argwhere(off)[0])
+                check_true(False, f"cycle {t}: {name} is wrong ({_MOVES[name]}): at PE{pe} expected "
+                           f"{want[pe]:g}, got {v[pe]:g}")
+        state = out
+    return state[2][:m, :n]
 
 
 def _check_os(R: int, C: int, m: int, n: int, k: int, dtype: str, seed: int) -> None:
@@ -239,11 +323,31 @@ def _check_os(R: int, C: int, m: int, n: int, k: int, dtype: str, seed: int) -> 
 _check_os(4, 4, 4, 4, 5, "int8", 0)
 _check_os(3, 5, 2, 4, 7, "float32", 1)
 ### BEGIN HIDDEN TESTS
-_rng = np.random.default_rng()
-for _trial in range(10):
-    _R, _C = (int(v) for v in _rng.integers(1, 7, 2))
-    _m, _k, _n = int(_rng.integers(1, _R + 1)), int(_rng.integers(1, 12)), int(_rng.integers(1, _C + 1))
-    _check_os(_R, _C, _m, _n, _k, ("int8", "float32")[_trial % 2], int(_rng.integers(1 << 30)))
+_rng = grading_rng(2)
+
+
+def _os_case(label: str, R: int, C: int, m: int, n: int, k: int, dtype: str) -> None:
+    with case(label, show=lambda: f"a {R}x{C} array, an m={m} x n={n} tile with k={k}, {dtype}"):
+        _check_os(R, C, m, n, k, dtype, int(_rng.integers(1 << 30)))
+
+
+def _ri(lo: int, hi: int) -> int:
+    """A random int in [lo, hi]."""
+    return int(_rng.integers(lo, hi + 1))
+
+
+_R = _ri(2, 5)
+_os_case("int8, a wider than tall array, a partial tile", _R, _R + _ri(1, 2), _ri(1, _R), _ri(1, _R), _ri(4, 11),
+         "int8")
+_C = _ri(2, 5)
+_os_case("float32, a taller than wide array, a partial tile", _C + _ri(1, 2), _C, _ri(1, _C), _ri(1, _C), _ri(4, 11),
+         "float32")
+_os_case("int8, a full tile", (_R := _ri(2, 6)), (_C := _ri(2, 6)), _R, _C, _ri(1, 11), "int8")
+_os_case("float32, one row of PEs", 1, _ri(2, 6), 1, _ri(1, 2), _ri(2, 9), "float32")
+_os_case("int8, one column of PEs", _ri(2, 6), 1, _ri(1, 2), 1, _ri(2, 9), "int8")
+for _trial in range(4):
+    _R, _C = _ri(1, 6), _ri(1, 6)
+    _os_case(f"random tile #{_trial}", _R, _C, _ri(1, _R), _ri(1, _C), _ri(1, 11), ("int8", "float32")[_trial % 2])
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -354,7 +458,8 @@ except AccelError as err:
 #     DmaStore(0, "C", (0, M), (n0, n0 + nt))
 # ```
 #
-# Build it with `Program()`, `prog.append(...)` and the `DmaLoad`, `MatMul`, `DmaStore` classes (see `help(MatMul)`).
+# Build it with `Program()`, `prog.append(...)` and the `DmaLoad`, `MatMul`, `DmaStore` classes (see `help(MatMul)`);
+# do not call `compile_matmul` (the library's driver, which follows another schedule).
 # The tests run your program on the simulator (`Accelerator(AccelConfig(R, C, "ws", "int8")).run(prog, dram)`) for
 # random shapes and check the int32 result exactly, the number of MATMULs and the bytes moved.
 
@@ -376,14 +481,40 @@ def tile_program(M: int, N: int, K: int, R: int, C: int) -> Program:
 
 
 # %% grade_id="tile_program_test" points=3
+from infopt.grading import call_student, case, forbidding, grading_rng
+
+# While your function runs, the library's driver raises: build the command stream yourself.
+_tile_program = forbidding(tile_program, "infopt.accel.driver:compile_matmul", "infopt.accel.driver:matmul",
+                           exercise="the tiling driver")
+
+
 def _check_program(M: int, N: int, K: int, R: int, C: int, seed: int) -> None:
     r = np.random.default_rng(seed)
     A = r.integers(-128, 128, (M, K), dtype=np.int8)
     B = r.integers(-128, 128, (K, N), dtype=np.int8)
     dram = {"A": A, "B": B, "C": np.zeros((M, N), np.int32)}
     what = f"tile_program(M={M}, N={N}, K={K}, R={R}, C={C})"
-    prog = tile_program(M, N, K, R, C)
+    prog = call_student(_tile_program, M, N, K, R, C, name="tile_program")
     check_true(isinstance(prog, Program), f"{what} must return a Program, got {type(prog).__name__}")
+    for cmd in prog:
+        check_true(isinstance(cmd, (DmaLoad, MatMul, DmaStore)),
+                   f"{what}: the program holds {cmd!r}, which is not a DmaLoad, MatMul or DmaStore")
+    matmuls = [c for c in prog if isinstance(c, MatMul)]
+    big = [c for c in matmuls if c.k > R or c.n > C]
+    check_true(not big, f"{what}: `{big[0].asm() if big else ''}` does not fit the {R} x {C} array: a weight tile has "
+               "kt = min(R, K - k0) rows and nt = min(C, N - n0) columns")
+    addrs = [(c.asm(), c.addr) for c in prog if isinstance(c, (DmaLoad, DmaStore))]
+    addrs += [(c.asm(), v) for c in matmuls for v in (c.a_addr, c.b_addr, c.c_addr)]
+    odd = [asm for asm, v in addrs if v != 0]
+    check_true(not odd, f"{what}: `{odd[0] if odd else ''}` uses an address other than 0; the schedule puts every "
+               "tile at address 0 of its buffer")
+    chunks = -(-K // R)   # MATMUL #i works on k-chunk i % chunks of its column block (row block)
+    wrong = [(i, c) for i, c in enumerate(matmuls) if bool(c.acc) != (i % chunks != 0)]
+    if wrong:
+        i, c = wrong[0]
+        check_true(False, f"{what}: MATMUL #{i} `{c.asm()}` (k-chunk {i % chunks} of its column block) has "
+                   f"acc={int(c.acc)}: the first k-chunk of each column block overwrites out (acc=0), later chunks "
+                   "accumulate (acc=1)")
     try:
         stats = Accelerator(AccelConfig(R, C, "ws", "int8")).run(prog, dram)
     except AccelError as err:
@@ -391,18 +522,45 @@ def _check_program(M: int, N: int, K: int, R: int, C: int, seed: int) -> None:
     check_array(dram["C"], A.astype(np.int32) @ B.astype(np.int32), name=f"C computed by {what}")
     tiles = -(-K // R) * -(-N // C)
     check_equal(prog.count(MatMul), tiles, name=f"number of MATMUL commands in {what}")
-    check_equal(stats.dma_bytes_in, M * K * -(-N // C) + K * N,
-                name=f"bytes loaded by {what} (A once per column block, B once)")
+    want_in, want_out = M * K * -(-N // C) + K * N, M * N * 4
+    check_true((stats.dma_bytes_in, stats.dma_bytes_out) == (want_in, want_out),
+               f"{what}: the bytes moved are {stats.dma_bytes_in} loaded and {stats.dma_bytes_out} stored; expected "
+               f"{want_in} loaded (A once per column block, B once) and {want_out} stored (C once, int32)")
 
 
 _check_program(8, 8, 8, 4, 4, 0)
 _check_program(10, 5, 6, 4, 4, 1)
 _check_program(7, 2, 3, 4, 4, 2)
 ### BEGIN HIDDEN TESTS
-_rng = np.random.default_rng()
-for _trial in range(10):
-    _R, _C = (int(v) for v in _rng.integers(1, 7, 2))
-    _check_program(*(int(v) for v in _rng.integers(1, 30, 3)), _R, _C, int(_rng.integers(1 << 30)))
+_rng = grading_rng(3)
+
+
+def _ri(lo: int, hi: int) -> int:
+    """A random int in [lo, hi]."""
+    return int(_rng.integers(lo, hi + 1))
+
+
+def _program_case(label: str, M: int, N: int, K: int, R: int, C: int) -> None:
+    with case(label, show=lambda: f"tile_program(M={M}, N={N}, K={K}, R={R}, C={C})"):
+        _check_program(M, N, K, R, C, _ri(0, 1 << 30))
+
+
+_R = _ri(2, 4)
+_C = _R + _ri(1, 2)
+_program_case("edge tiles in N and K on a wider than tall array", _ri(1, 12), 2 * _C + _ri(1, _C - 1), 2 * _R + _ri(1, _R - 1),
+              _R, _C)
+_C = _ri(2, 4)
+_R = _C + _ri(1, 2)
+_program_case("edge tiles in N and K on a taller than wide array", _ri(1, 12), 2 * _C + _ri(1, _C - 1), 2 * _R + _ri(1, _R - 1),
+              _R, _C)
+_R, _C = _ri(1, 5), _ri(1, 5)
+_program_case("exact multiples of the array", _ri(1, 12), 3 * _C, 2 * _R, _R, _C)
+_program_case("M = N = K = 1", 1, 1, 1, _ri(1, 5), _ri(1, 5))
+_program_case("a one-row array (every k-chunk is one row of B)", _ri(1, 12), _ri(1, 12), _ri(3, 9), 1, _ri(1, 5))
+_R, _C = _ri(2, 5), _ri(2, 5)
+_program_case("more rows of A than the array has", 4 * _R + _ri(1, 5), _ri(1, _C), _ri(1, _R), _R, _C)
+for _trial in range(4):
+    _program_case(f"random shape #{_trial}", _ri(1, 29), _ri(1, 29), _ri(1, 29), _ri(1, 6), _ri(1, 6))
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -470,9 +628,14 @@ def predict_cycles(M: int, N: int, K: int, config: AccelConfig) -> int:
 
 
 # %% grade_id="predict_cycles_test" points=3
-_FORBIDDEN = {"matmul_cycles", "tile_cycles", "dma_cycles", "program_cycles", "compile_matmul", "command_cycles"}
-check_true(not (_FORBIDDEN & set(predict_cycles.__code__.co_names)),
-           f"predict_cycles calls {sorted(_FORBIDDEN & set(predict_cycles.__code__.co_names))}: write the formulas yourself")
+from infopt.grading import call_student, case, forbidding, grading_rng
+
+# While your function runs, the library's cycle functions, its driver and the simulator raise (tiling is allowed).
+_predict_cycles = forbidding(
+    predict_cycles, "infopt.accel.cycles:matmul_cycles", "infopt.accel.cycles:tile_cycles",
+    "infopt.accel.cycles:dma_cycles", "infopt.accel.cycles:program_cycles", "infopt.accel.cycles:command_cycles",
+    "infopt.accel.driver:compile_matmul", "infopt.accel.driver:matmul", "infopt.accel.simulator:Accelerator.run",
+    "infopt.accel.array:run_tile", exercise="the cycle prediction")
 
 
 def _check_cycles(M: int, N: int, K: int, cfg: AccelConfig, seed: int) -> None:
@@ -481,23 +644,63 @@ def _check_cycles(M: int, N: int, K: int, cfg: AccelConfig, seed: int) -> None:
         A, B = r.integers(-128, 128, (M, K), dtype=np.int8), r.integers(-128, 128, (K, N), dtype=np.int8)
     else:
         A, B = r.standard_normal((M, K)).astype(np.float32), r.standard_normal((K, N)).astype(np.float32)
-    got = predict_cycles(M, N, K, cfg)
+    got = call_student(_predict_cycles, M, N, K, cfg, name="predict_cycles")
     check_true(isinstance(got, (int, np.integer)), f"predict_cycles must return an int, got {type(got).__name__}")
     _, stats = matmul(A, B, cfg)
     check_equal(int(got), stats.cycles, name=f"predict_cycles({M}, {N}, {K}) for {cfg}")
 
 
+def _isolating_cases(R: int, C: int, M: int, N: int, K: int, setup: int, hidden: bool) -> None:
+    """One case per part of the model, each passing for every answer that gets the parts before it right."""
+    def run(label: str, M: int, N: int, K: int, cfg: AccelConfig) -> None:
+        with case(label, show=lambda: f"predict_cycles({M}, {N}, {K}, {cfg})", hidden=hidden):
+            _check_cycles(M, N, K, cfg, M * N * K)
+
+    for dt in ("int8", "float32"):
+        run(f"bytes per element: one full tile, {dt}, no DMA setup, 1 byte per cycle", R, C, R,
+            AccelConfig(R, C, "ws", dt, dma_setup_cycles=0, dma_bytes_per_cycle=1))
+    run("DMA cost: setup plus ceil(bytes / bandwidth), one full tile", R, C, R,
+        AccelConfig(R, C, "ws", "float32", dma_setup_cycles=setup, dma_bytes_per_cycle=7))
+    run("a MATMUL tile smaller than the array (m < R, n < C)", M, N, K,
+        AccelConfig(R, C, "ws", "int8", dma_setup_cycles=0, dma_bytes_per_cycle=1))
+    run("the output-stationary tile formula, one full tile", R, C, R + K,
+        AccelConfig(R, C, "os", "int8", dma_setup_cycles=0, dma_bytes_per_cycle=1))
+    run("a block of rows of A is loaded once for all column blocks", M, 3 * C, 2 * R,
+        AccelConfig(R, C, "ws", "int8", dma_setup_cycles=0, dma_bytes_per_cycle=1))
+
+
+_isolating_cases(4, 5, 3, 2, 3, 10, hidden=False)
 _check_cycles(16, 16, 16, AccelConfig(4, 4, "ws", "int8"), 0)
 _check_cycles(100, 30, 50, AccelConfig(8, 8, "ws", "int8", dma_setup_cycles=10), 1)
 _check_cycles(9, 7, 21, AccelConfig(4, 4, "os", "float32"), 2)
 ### BEGIN HIDDEN TESTS
-_rng = np.random.default_rng()
-for _trial in range(10):
-    _cfg = AccelConfig(int(_rng.integers(2, 9)), int(_rng.integers(2, 9)), ("ws", "os")[_trial % 2],
-                       ("int8", "float32")[(_trial // 2) % 2], in_sram_bytes=int(_rng.integers(2048, 8192)),
-                       wt_sram_bytes=int(_rng.integers(256, 1024)), out_sram_bytes=int(_rng.integers(1024, 4096)),
-                       dma_bytes_per_cycle=int(_rng.integers(3, 40)), dma_setup_cycles=int(_rng.integers(0, 30)))
-    _check_cycles(*(int(v) for v in _rng.integers(1, 50, 3)), _cfg, int(_rng.integers(1 << 30)))
+_rng = grading_rng(4)
+
+
+def _ri(lo: int, hi: int) -> int:
+    """A random int in [lo, hi]."""
+    return int(_rng.integers(lo, hi + 1))
+
+
+def _cycles_case(label: str, M: int, N: int, K: int, cfg: AccelConfig) -> None:
+    with case(label, show=lambda: f"predict_cycles({M}, {N}, {K}, {cfg})"):
+        _check_cycles(M, N, K, cfg, _ri(0, 1 << 30))
+
+
+_R, _C = _ri(2, 6), _ri(3, 6)
+_isolating_cases(_R, _C, _ri(1, _R - 1), _ri(1, _C - 1), _ri(1, 9), _ri(1, 30), hidden=True)
+_R, _C, _K, _TM = _ri(2, 6), _ri(2, 6), _ri(5, 20), _ri(2, 5)
+_cycles_case("weight-stationary row blocks limited by the in SRAM (TM < M, a smaller last block)", 3 * _TM + _ri(1, _TM - 1),
+             _ri(1, 3 * _C), _K, AccelConfig(_R, _C, "ws", "int8", in_sram_bytes=_K * _TM, dma_setup_cycles=_ri(0, 9)))
+_R, _C, _TK = _ri(2, 6), _ri(2, 6), _ri(2, 4)
+_cycles_case("output-stationary k-chunks limited by the wt SRAM (TK < K, a smaller last chunk)", _ri(1, 3 * _R),
+             _ri(1, 3 * _C), 2 * _TK + _ri(1, _TK - 1),
+             AccelConfig(_R, _C, "os", "float32", wt_sram_bytes=4 * _C * _TK, dma_setup_cycles=_ri(0, 9)))
+for _trial in range(8):
+    _cfg = AccelConfig(_ri(2, 8), _ri(2, 8), ("ws", "os")[_trial % 2], ("int8", "float32")[(_trial // 2) % 2],
+                       in_sram_bytes=_ri(2048, 8192), wt_sram_bytes=_ri(256, 1024), out_sram_bytes=_ri(1024, 4096),
+                       dma_bytes_per_cycle=_ri(3, 40), dma_setup_cycles=_ri(0, 30))
+    _cycles_case(f"random matmul #{_trial}", _ri(1, 50), _ri(1, 50), _ri(1, 50), _cfg)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -600,13 +803,55 @@ def may_join(graph: Graph, group: set[str], node: Node) -> bool:
 
 # %% grade_id="may_join_test" points=3
 from infopt.accel import byoc as _byoc
+from infopt.grading import call_student, case, forbidding, grading_rng
+from infopt.ir.testing import graph_fingerprint
+from infopt.ir.text import to_text
+
+# While your function runs, the library's rule raises: write the dependency walk yourself.
+_may_join = forbidding(may_join, "infopt.accel.byoc:may_join", "infopt.accel.byoc:depends_on",
+                       exercise="the partitioning rule")
+
+
+def _join_fingerprint(arg: object) -> object:
+    """What the caller owns in each argument: the graph, the group's names, the node's fields."""
+    if isinstance(arg, Graph):
+        return graph_fingerprint(arg)
+    if isinstance(arg, Node):
+        return (arg.op, tuple(arg.inputs), tuple(arg.outputs), arg.name, repr(arg.attrs))
+    return repr(sorted(arg)) if isinstance(arg, (set, frozenset)) else repr(arg)
+
+
+def _why(g: Graph, group: set[str], node: Node) -> str:
+    """The reference's reason, in words: the first input that reaches the group through a node outside it."""
+    producers = g.producers()
+    for value in node.inputs:
+        p = producers.get(value) if value else None
+        if p is None or p.name in group:
+            continue
+        path, todo, seen = {p.name: [p.name]}, [p], set()
+        while todo:
+            q = todo.pop()
+            for v in q.inputs:
+                s = producers.get(v) if v else None
+                if s is None or s.name in seen:
+                    continue
+                seen.add(s.name)
+                path[s.name] = path[q.name] + [s.name]
+                if s.name in group:
+                    return (f"expected False: input %{value} of {node.name} comes from {p.name}, outside the group, "
+                            f"which depends on the group's {s.name} (path {' <- '.join(path[s.name])})")
+                todo.append(s)
+    return (f"expected True: no input of {node.name} comes from a node outside the group that depends on the group "
+            "(an input produced inside the group, a graph input or a constant is fine)")
 
 
 def _check_join(g: Graph, group: set[str], node: Node, what: str) -> None:
     want = _byoc.may_join(g, set(group), node)
-    got = may_join(g, set(group), node)
-    check_true(isinstance(got, (bool, np.bool_)), f"may_join must return a bool, got {type(got).__name__}")
-    check_equal(bool(got), want, name=f"may_join({what}: group {sorted(group)}, node {node.name})")
+    got = call_student(_may_join, g, set(group), node, name="may_join", fingerprint=_join_fingerprint)
+    check_true(isinstance(got, (bool, np.bool_)), f"may_join({what}) must return a bool (True or False), got "
+               f"{got!r} ({type(got).__name__})")
+    check_true(bool(got) == want, f"may_join({what}: group {sorted(group)}, node {node.name}) returned {bool(got)}; "
+               f"{_why(g, group, node)}")
 
 
 _check_join(chain, {"mm1", "relu1", "mm2"}, chain.node_by_name("mm3"), "chain")
@@ -629,14 +874,69 @@ def _random_dag(r: np.random.Generator, n_nodes: int) -> Graph:
 _g = _random_dag(np.random.default_rng(5), 12)
 _check_join(_g, {"n0", "n2", "n3"}, _g.nodes[9], "random DAG (seed 5)")
 ### BEGIN HIDDEN TESTS
-_rng = np.random.default_rng()
+_rng = grading_rng(5)
+
+
+def _dag(edges: list[tuple[str, list[str]]], outputs: dict[str, int] | None = None) -> Graph:
+    """A graph from (node, [inputs]) in topological order, listed shuffled; a node's outputs are <name>_0, <name>_1..
+    Inputs x, y are graph inputs, w a constant."""
+    outputs = outputs or {}
+    nodes = [Node("Add" if len(ins) > 1 else "Relu", ins, [f"{name}_{o}" for o in range(outputs.get(name, 1))],
+                  name=name) for name, ins in edges]
+    order = _rng.permutation(len(nodes))
+    g = Graph("dag", inputs=["x", "y"], outputs=[nodes[-1].outputs[0]], nodes=[nodes[int(i)] for i in order],
+              initializers={"w": np.ones((2, 2), np.float32)})
+    return g
+
+
+def _join_case(label: str, g: Graph, group: set[str], node: str) -> None:
+    with case(label, show=lambda: f"group {sorted(group)}, node {node}, graph:\n{to_text(g)}"):
+        _check_join(g, group, g.node_by_name(node), label)
+
+
+def _names(k: int) -> list[str]:
+    """k node names that say nothing about the graph's order or the answer."""
+    return [f"op{int(v)}" for v in _rng.choice(900, size=k, replace=False) + 100]
+
+
+_a, _b, _c, _d, _e, _f = _names(6)
+_join_case("a node that reads only graph inputs and a constant (they have no producer)",
+           _dag([(_a, ["x"]), (_b, ["x", "w"]), (_c, [f"{_a}_0", "y"])]), {_a}, _b)
+_join_case("a node that reads the group directly (a producer inside the group makes no cycle)",
+           _dag([(_a, ["x"]), (_b, [f"{_a}_0", "w"]), (_c, [f"{_b}_0", f"{_a}_0", "y"])]), {_a, _b}, _c)
+_join_case("a node that reads the group directly and through one node outside it",
+           _dag([(_a, ["x"]), (_b, [f"{_a}_0"]), (_c, [f"{_b}_0", f"{_a}_0"])]), {_a}, _c)
+_join_case("a path through three nodes outside the group",
+           _dag([(_a, ["x"]), (_b, [f"{_a}_0"]), (_c, [f"{_b}_0"]), (_d, [f"{_c}_0"]), (_e, [f"{_d}_0", f"{_a}_0"])]),
+           {_a}, _e)
+_join_case("a path through the second input of a node outside the group",
+           _dag([(_a, ["x"]), (_f, ["y"]), (_b, ["x", f"{_a}_0"]), (_c, [f"{_f}_0", f"{_b}_0"]), (_d, [f"{_c}_0"])]),
+           {_a}, _d)
+_join_case("a path through the second output of a two-output node outside the group",
+           _dag([(_a, ["x"]), (_b, [f"{_a}_0"]), (_c, [f"{_b}_1"]), (_d, [f"{_c}_0", "y"])], {_b: 2}), {_a}, _d)
+_join_case("a node outside the group that does not depend on it (no cycle)",
+           _dag([(_a, ["x"]), (_b, ["y"]), (_c, [f"{_b}_0", f"{_a}_0"])]), {_a}, _c)
+
+
+def _random_rich_dag(n_nodes: int) -> tuple[Graph, list[str]]:
+    """Random names, some two-output nodes, reads of x, y and the constant w; the node list shuffled."""
+    names, values, edges, outputs = _names(n_nodes), ["x", "y", "w"], [], {}
+    for name in names:
+        ins = [values[int(v)] for v in _rng.choice(len(values), size=min(len(values), int(_rng.integers(1, 4))),
+                                                    replace=False)]
+        edges.append((name, ins))
+        outputs[name] = 2 if _rng.random() < 0.25 else 1
+        values += [f"{name}_{o}" for o in range(outputs[name])]
+    return _dag(edges, outputs), names
+
+
 _seen = {True: 0, False: 0}
-for _trial in range(120):
-    _g = _random_dag(_rng, int(_rng.integers(3, 16)))
-    _j = int(_rng.integers(1, len(_g.nodes)))
-    _grp = {f"n{i}" for i in range(_j) if _rng.random() < 0.4} or {f"n{int(_rng.integers(_j))}"}
-    _check_join(_g, _grp, _g.nodes[_j], f"hidden random DAG #{_trial}")
-    _seen[_byoc.may_join(_g, _grp, _g.nodes[_j])] += 1
+for _trial in range(60):
+    _g, _order = _random_rich_dag(int(_rng.integers(3, 16)))
+    _j = int(_rng.integers(1, len(_order)))
+    _grp = {_order[i] for i in range(_j) if _rng.random() < 0.4} or {_order[int(_rng.integers(_j))]}
+    _join_case(f"random DAG #{_trial}", _g, _grp, _order[_j])
+    _seen[_byoc.may_join(_g, _grp, _g.node_by_name(_order[_j]))] += 1
 check_true(_seen[True] > 0 and _seen[False] > 0, "harness: hidden DAGs did not cover both answers")
 ### END HIDDEN TESTS
 

@@ -1,0 +1,10 @@
+def os_step(a_regs: np.ndarray, b_regs: np.ndarray, acc: np.ndarray, a_in: np.ndarray,
+            b_in: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Feeds a_in at the last column and shifts a to the left: the inputs move the wrong way."""
+    a_new = np.empty_like(a_regs)
+    a_new[:, :-1] = a_regs[:, 1:]
+    a_new[:, -1] = a_in
+    b_new = np.empty_like(b_regs)
+    b_new[1:] = b_regs[:-1]
+    b_new[0] = b_in
+    return a_new, b_new, acc + a_new * b_new

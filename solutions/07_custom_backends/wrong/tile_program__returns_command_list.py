@@ -1,0 +1,12 @@
+def tile_program(M: int, N: int, K: int, R: int, C: int) -> Program:
+    """Right commands in the right order, but returned as a plain list instead of a Program."""
+    cmds = []
+    for n0 in range(0, N, C):
+        nt = min(C, N - n0)
+        for k0 in range(0, K, R):
+            kt = min(R, K - k0)
+            cmds.append(DmaLoad("in", 0, "A", (0, M), (k0, k0 + kt)))
+            cmds.append(DmaLoad("wt", 0, "B", (k0, k0 + kt), (n0, n0 + nt)))
+            cmds.append(MatMul(0, 0, 0, M, nt, kt, acc=k0 > 0))
+        cmds.append(DmaStore(0, "C", (0, M), (n0, n0 + nt)))
+    return cmds
