@@ -45,21 +45,22 @@ def _session(model):
 
 def bench_model(label: str, model, shape: tuple[int, ...], repeats: int, rng) -> dict:
     """Import time, interleaved latencies (ours vs ORT) and the worst relative error on one model."""
-    from infopt.ir.interpreter import run_graph
     from infopt.ir.onnx_io import from_onnx
+    from infopt.runtime.backends import build
 
     imports = [_timed(lambda: from_onnx(model)) for _ in range(repeats)]
     graph = from_onnx(model)
+    interpreter = build(graph, "interpreter")  # onnxruntime runs the exporter's model itself: the reference
     sess = _session(model)
     out_name = graph.outputs[0]
     ours_t, ort_t, errs = [], [], []
     warm = rng.standard_normal(shape).astype(np.float32)
-    run_graph(graph, {"input": warm})
+    interpreter({"input": warm})
     sess.run(None, {"input": warm})
     for i in range(repeats):
         x = rng.standard_normal(shape).astype(np.float32)
         res: dict = {}
-        pair = [("ours", lambda: res.__setitem__("ours", run_graph(graph, {"input": x})[out_name])),
+        pair = [("ours", lambda: res.__setitem__("ours", interpreter({"input": x})[out_name])),
                 ("ort", lambda: res.__setitem__("ort", sess.run(None, {"input": x})[0]))]
         for name, fn in (pair if i % 2 == 0 else pair[::-1]):  # alternate who goes first
             (ours_t if name == "ours" else ort_t).append(_timed(fn))
@@ -73,10 +74,10 @@ def bench_model(label: str, model, shape: tuple[int, ...], repeats: int, rng) ->
 
 def zoo_status(name: str, exporter: str) -> dict:
     """Import and round-trip status of one zoo model under one exporter (errors are reported, not raised)."""
-    from infopt.ir.interpreter import run_graph
     from infopt.ir.onnx_io import from_onnx, to_onnx
     from infopt.ir.verify import graph_diff
     from infopt.models import zoo_input, zoo_onnx
+    from infopt.runtime.backends import build
 
     row: dict = {"model": name, "exporter": exporter, "import": "", "round_trip": "", "rel_err": None,
                  "import_s": None, "opset": None}
@@ -92,7 +93,7 @@ def zoo_status(name: str, exporter: str) -> dict:
         g = from_onnx(model)
         row["import_s"] = time.perf_counter() - t
         row["opset"] = g.opset
-        row["rel_err"] = float(np.abs(run_graph(g, feeds)["output"] - ref).max() / np.abs(ref).max())
+        row["rel_err"] = float(np.abs(build(g, "interpreter")(feeds)["output"] - ref).max() / np.abs(ref).max())
         row["import"] = "ok"
     except Exception as e:  # noqa: BLE001
         row["import"] = f"{type(e).__name__}: {e}"[:200]

@@ -3,7 +3,6 @@ import copy
 import io
 import json
 import os
-import tarfile
 import zipfile
 from pathlib import Path
 
@@ -11,6 +10,7 @@ import pytest
 
 from autograder.assemble import assemble, load_master, release_notebook
 from autograder.intake import find_submissions, load_roster, parse_notebook, safe_id
+from tests.grader_fixtures.adversarial import tar_bytes
 
 pytestmark = pytest.mark.xdist_group("grader")
 TOY = Path(__file__).parent / "grader_fixtures" / "toy_unit" / "toy_unit.py"
@@ -136,21 +136,6 @@ def _zip_bytes(files: dict, links: dict | None = None) -> bytes:
     return buffer.getvalue()
 
 
-def _tar_bytes(files: dict, symlinks: dict | None = None, hardlinks: dict | None = None) -> bytes:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
-        for name, data in files.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            archive.addfile(info, io.BytesIO(data))
-        for kind, links in ((tarfile.SYMTYPE, symlinks or {}), (tarfile.LNKTYPE, hardlinks or {})):
-            for name, target in links.items():
-                info = tarfile.TarInfo(name)
-                info.type, info.linkname = kind, target
-                archive.addfile(info)
-    return buffer.getvalue()
-
-
 def test_links_anywhere_on_the_path_or_inside_are_refused(tmp_path, master):
     nb = json.dumps(release_notebook(master, solved=True))
     secret = tmp_path / "instructor" / "toy_unit.ipynb"
@@ -184,9 +169,9 @@ def test_unsafe_archives_are_refused_and_tar_uploads_are_read(tmp_path, master):
     uploads = {"zlink.zip": _zip_bytes({"toy_unit.ipynb": nb}, {"data": "/etc/passwd"}),
                "zdots.zip": _zip_bytes({"../toy_unit.ipynb": nb}),
                "zabs.zip": _zip_bytes({"/tmp/toy_unit.ipynb": nb}),
-               "tsym.tar.gz": _tar_bytes({"toy_unit.ipynb": nb}, symlinks={"data": "/etc"}),
-               "thard.tar.gz": _tar_bytes({"toy_unit.ipynb": nb}, hardlinks={"copy.ipynb": "toy_unit.ipynb"}),
-               "tok.tgz": _tar_bytes({"hw/toy_unit.ipynb": nb, "hw/notes.txt": b"hi"}),
+               "tsym.tar.gz": tar_bytes({"toy_unit.ipynb": nb}, symlinks={"data": "/etc"}),
+               "thard.tar.gz": tar_bytes({"toy_unit.ipynb": nb}, hardlinks={"copy.ipynb": "toy_unit.ipynb"}),
+               "tok.tgz": tar_bytes({"hw/toy_unit.ipynb": nb, "hw/notes.txt": b"hi"}),
                "broken.tar": b"not a tar"}
     for name, data in uploads.items():
         (tmp_path / name).write_bytes(data)

@@ -34,6 +34,10 @@ def test_a_failing_case_names_itself_the_seed_and_the_input(monkeypatch):
         with case("visible", hidden=False, show=lambda: "z" * 5000):
             check_equal(1, 2)
     assert "grading seed" not in str(info.value) and "…" in str(info.value)
+    with pytest.raises(GradingError) as info:  # a value is printed as it is, without wrapping it in a lambda
+        with case("an int", show=41):
+            check_equal(1, 2)
+    assert "input:\n    41\n" in str(info.value), str(info.value)
     with case("passes"):  # no failure, nothing happens
         check_equal(1, 1)
 

@@ -3,6 +3,7 @@ name or private module imported from another module, and no layer importing one 
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 LIB = Path(__file__).resolve().parents[1] / "lib" / "infopt"
@@ -62,6 +63,7 @@ def imports_of(name: str, path: Path, modules: dict[str, Path]) -> list[tuple[st
     return out
 
 
+@functools.lru_cache(maxsize=1)
 def _graph() -> tuple[dict[str, set[str]], list[str]]:
     modules = _modules()
     edges: dict[str, set[str]] = {m: set() for m in modules}
@@ -155,3 +157,14 @@ def test_the_checker_sees_a_planted_cycle_and_a_private_import():
     assert _cycles(edges) == [["infopt.a", "infopt.b", "infopt.c"]]
     assert _resolve("infopt.ir.ops.nn", False, 2, "graph") == "infopt.ir.graph"
     assert _resolve("infopt.ir.ops", True, 1, "registry") == "infopt.ir.ops.registry"
+
+
+def test_the_checker_reads_relative_and_function_level_imports(tmp_path):
+    pkg = tmp_path / "infopt" / "demo"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "low.py").write_text("X = 1\n_hidden = 2\n")
+    (pkg / "high.py").write_text("def f():\n    from .low import X, _hidden\n    return X\n")
+    modules = {"infopt.demo": pkg / "__init__.py", "infopt.demo.low": pkg / "low.py", "infopt.demo.high": pkg / "high.py"}
+    got = imports_of("infopt.demo.high", pkg / "high.py", modules)
+    assert got == [("infopt.demo.low", ["X", "_hidden"], 2)], "an import inside a function is an edge too"

@@ -50,3 +50,18 @@ def test_unknown_backend_and_wrong_graph_are_refused_clearly(digits_cnn_graph):
     with pytest.raises(TypeError, match="takes an infopt.ir.Graph"):
         build("model.onnx", "interpreter")
     assert sorted(BACKENDS) == ["byoc", "compiled", "interpreter", "onnxruntime"]
+
+
+def test_the_backends_benchmark_measures_every_backend_through_the_protocol():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "backends.py"
+    spec = importlib.util.spec_from_file_location("backends_benchmark", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    res = bench.measure(repeats=2, batch=2)
+    for name in bench.BACKEND_OPTIONS:
+        assert res[f"{name}_max_rel_err"] < 1e-4, (name, res[f"{name}_max_rel_err"])
+        assert res[f"{name}_kernels"] > 0 and res[f"{name}_ms"] > 0
+    assert res["interpreter_over_interpreter"] == 1.0

@@ -475,23 +475,26 @@ def build_upload(case: Case, master: list[MasterCell], unit: str, repo: Path,
     if case.build == "zip_absolute":
         return {f"{me}.zip": _zip({f"/tmp/{unit}.ipynb": _nb_bytes(honest, me)})}
     if case.build == "tar_symlink":
-        return {f"{me}.tar.gz": _tar({f"{unit}.ipynb": _nb_bytes(honest, me)}, links={"data": "/etc"})}
+        return {f"{me}.tar.gz": tar_bytes({f"{unit}.ipynb": _nb_bytes(honest, me)}, symlinks={"data": "/etc"})}
     if case.build == "tar_ok":
-        return {f"{me}.tar.gz": _tar({f"work/{unit}.ipynb": _nb_bytes(honest, me)})}
+        return {f"{me}.tar.gz": tar_bytes({f"work/{unit}.ipynb": _nb_bytes(honest, me)})}
     raise ValueError(f"unknown builder {case.build!r}")
 
 
-def _tar(files: dict[str, bytes], links: dict[str, str] | None = None) -> bytes:
+def tar_bytes(files: dict[str, bytes], symlinks: dict[str, str] | None = None,
+              hardlinks: dict[str, str] | None = None) -> bytes:
+    """A gzipped tar of `files` (name -> bytes) plus symbolic and hard link members (name -> target)."""
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
         for name, data in files.items():
             info = tarfile.TarInfo(name)
             info.size = len(data)
             archive.addfile(info, io.BytesIO(data))
-        for name, target in (links or {}).items():
-            info = tarfile.TarInfo(name)
-            info.type, info.linkname = tarfile.SYMTYPE, target
-            archive.addfile(info)
+        for kind, links in ((tarfile.SYMTYPE, symlinks or {}), (tarfile.LNKTYPE, hardlinks or {})):
+            for name, target in links.items():
+                info = tarfile.TarInfo(name)
+                info.type, info.linkname = kind, target
+                archive.addfile(info)
     return buffer.getvalue()
 
 

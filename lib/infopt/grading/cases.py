@@ -45,8 +45,10 @@ def grading_rng(stream: int = 0) -> np.random.Generator:
 
 
 @contextmanager
-def case(label: str, show: Callable[[], str] | None = None, hidden: bool = True) -> Iterator[None]:
-    """Label one test case: a GradingError inside is re-raised naming the case, the seed and the input."""
+def case(label: str, show: Any = None, hidden: bool = True) -> Iterator[None]:
+    """Label one test case: a GradingError inside is re-raised naming the case, the seed and the input.
+
+    ``show`` is the input to print, or a function of no arguments that returns it (printed only on failure)."""
     try:
         yield
     except GradingError as err:
@@ -55,7 +57,7 @@ def case(label: str, show: Callable[[], str] | None = None, hidden: bool = True)
         shown = ""
         if show is not None:
             try:
-                text = str(show())
+                text = str(show() if callable(show) else show)
             except Exception as exc:  # noqa: BLE001 (showing the input must never hide the real failure)
                 text = f"<could not print the input: {type(exc).__name__}: {exc}>"
             shown = "\n  input:\n    " + (text if len(text) <= SHOW_CAP else text[:SHOW_CAP] + " …").replace(

@@ -1,0 +1,2 @@
+def g(x: int) -> int:
+    return x * 3
