@@ -52,7 +52,7 @@ from infopt.schedule import ScheduleError, compute_at, fuse, reorder, split, til
 from infopt.schedule.address_trace import trace_kernel
 from infopt.schedule.cachesim import SMALL_HIERARCHY, CacheLevel, kernel_misses, simulate
 from infopt.schedule.matmul_ladder import interchanged, naive, tiled, tiled_order
-from infopt.grading import check_array, check_equal, check_true
+from infopt.grading import call_student, case, check_array, check_equal, check_true, forbidding, grading_rng
 
 _T0 = time.perf_counter()
 HOST = host_info()
@@ -103,13 +103,15 @@ for name, s in sim_stats.items():
 #
 # ### Exercise 1 — tile index arithmetic (2 points)
 #
-# A matrix with `n_cols` columns is cut into tiles of `ti × tj` elements, numbered **row-major over the
-# grid of tiles**: tile 0 is the top-left one, then along the first row of tiles, and so on. The last tile
-# of a row (and of a column) may be smaller when the size is not a multiple of the tile.
+# A matrix with `n_cols` columns is cut into tiles of `ti × tj` elements (`ti` rows by `tj` columns), numbered
+# **row-major over the grid of tiles**: tile 0 is the top-left one, then along the first row of tiles, and so on.
+# The last tile of a row (and of a column) is smaller when the size is not a multiple of the tile, and it still
+# counts as a tile.
 #
-# Write `tile_of(i, j, ti, tj, n_cols)` returning `(tile_id, oi, oj)`: the tile that element `(i, j)` falls
-# in, and its offset inside that tile. Tests compare with a brute-force enumeration of tiles on random
-# shapes, many of which are not multiples of the tile sizes.
+# Write `tile_of(i, j, ti, tj, n_cols)` returning the tuple of ints `(tile_id, oi, oj)`: the tile that element
+# `(i, j)` falls in, and the element's row and column offset inside that tile. Tests compare every element of
+# random matrices with a brute-force enumeration of their tiles: shapes that are multiples of the tile sizes and
+# shapes that are not, tiles wider or taller than the matrix, and `ti ≠ tj`.
 
 # %% solution=true grade_id="tile_of"
 def tile_of(i: int, j: int, ti: int, tj: int, n_cols: int) -> tuple[int, int, int]:
@@ -133,23 +135,47 @@ def _tiles_brute(n_rows: int, n_cols: int, ti: int, tj: int) -> dict[tuple[int, 
     return out
 
 
-def _check_tile_of(n_rows: int, n_cols: int, ti: int, tj: int, what: str) -> None:
+def _is_int(v: object) -> bool:
+    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+
+
+def _check_tile_of(n_rows: int, n_cols: int, ti: int, tj: int, label: str, hidden: bool = True) -> None:
+    """tile_of on every element of an n_rows x n_cols matrix, against the brute-force enumeration of its tiles."""
     want = _tiles_brute(n_rows, n_cols, ti, tj)
-    got = np.array([tuple(int(v) for v in tile_of(r, c, ti, tj, n_cols)) for (r, c) in want])
-    check_array(got, np.array(list(want.values())), name=f"tile_of over a {n_rows}x{n_cols} matrix with "
-                f"{ti}x{tj} tiles ({what}); columns are (tile_id, oi, oj), rows are elements in row-major order")
+    with case(label, show=lambda: f"every element (i, j) of a {n_rows}x{n_cols} matrix, tiles ti={ti} by tj={tj}",
+              hidden=hidden):
+        for (r, c), (tid, oi, oj) in want.items():
+            call = f"tile_of({r}, {c}, {ti}, {tj}, {n_cols})"
+            got = call_student(tile_of, r, c, ti, tj, n_cols, name=call)
+            check_true(type(got) is tuple and len(got) == 3 and all(_is_int(v) for v in got),
+                       f"{call} must return a tuple of three ints (tile_id, oi, oj), got {got!r}")
+            check_true(int(got[0]) == tid, f"{call}: the tile_id of element ({r}, {c}) is {tid}, got {int(got[0])} "
+                       "(tiles are numbered row-major over the grid of tiles; a short tile at the end of a row is one)")
+            check_true((int(got[1]), int(got[2])) == (oi, oj), f"{call}: the offset inside the tile of element ({r}, {c}) "
+                       f"is (oi, oj) = ({oi}, {oj}), got ({int(got[1])}, {int(got[2])})")
 
 
-check_equal(tuple(tile_of(0, 0, 4, 4, 10)), (0, 0, 0), name="tile_of(0, 0, 4, 4, 10)")
-check_equal(tuple(tile_of(5, 9, 4, 4, 10)), (5, 1, 1), name="tile_of(5, 9, 4, 4, 10): 3 tiles per row (the last is 2 wide)")
-_check_tile_of(6, 8, 2, 4, "sizes that are multiples of the tile")
+_check_tile_of(6, 8, 2, 4, "sizes that are multiples of the tile", hidden=False)
+_check_tile_of(7, 10, 4, 3, "a short last tile in each row and each column", hidden=False)
 ### BEGIN HIDDEN TESTS
-_r = np.random.default_rng()
-for _t in range(12):
+_r = grading_rng(1)
+
+
+def _ragged(t: int, lo: int, hi: int) -> int:
+    """A size of lo..hi-1 whole tiles of t plus a short one (never a multiple of t; t >= 2)."""
+    return int(_r.integers(lo, hi)) * t + int(_r.integers(1, t))
+
+
+_ti, _tj = (int(v) for v in _r.choice(np.arange(2, 9), 2, replace=False))          # ti != tj, both >= 2
+_check_tile_of(_ragged(_ti, 2, 5), _ragged(_tj, 2, 5), _ti, _tj, "short last tiles in both directions, ti != tj")
+_check_tile_of(_ragged(_tj, 2, 5), int(_r.integers(2, 6)) * _ti, _tj, _ti, "n_cols a multiple of tj, ti != tj")
+_check_tile_of(_ragged(_ti, 1, 4), int(_r.integers(1, _tj)), _ti, _tj, "tiles wider than the matrix")
+_check_tile_of(int(_r.integers(1, _ti)), _ragged(_tj, 1, 4), _ti, _tj, "tiles taller than the matrix")
+_check_tile_of(int(_r.integers(3, 12)), _ragged(_tj, 2, 5), 1, _tj, "one-row tiles")
+_check_tile_of(_ragged(_ti, 2, 5), int(_r.integers(3, 12)), _ti, 1, "one-column tiles")
+for _t in range(4):
     _nr, _nc = (int(v) for v in _r.integers(1, 40, 2))
-    _ti, _tj = (int(v) for v in _r.integers(1, 9, 2))
-    _check_tile_of(_nr, _nc, _ti, _tj, f"hidden random case #{_t}")
-_check_tile_of(7, 13, 3, 5, "odd sizes")
+    _check_tile_of(_nr, _nc, *(int(v) for v in _r.integers(1, 9, 2)), f"random shape #{_t}")
 ### END HIDDEN TESTS
 print("tile_of: visible tests passed")
 
@@ -226,17 +252,23 @@ print("max error:", float(np.abs(compile_tuned(_ewv).run(_xa, _ba)[0] - np.maxim
 # %% [markdown]
 # ### Exercise 2 — a tiled loop nest, correct on odd sizes (3 points)
 #
-# Write `tiled_matmul_kernel(M, N, K, ti, tj)` returning a `Kernel` named anything, with buffers
-# `A` (M×K, role `"in"`), `B` (K×N, `"in"`), `C` (M×N, `"out"`), in that order, that computes `C = A @ B` with
-# the i and j loops **tiled**: an outer loop over row blocks `io = 0, ti, 2ti, …` (`step=ti`), inside it a
-# loop over column blocks `jo` (`step=tj`), then the rows `ii` and columns `ji` *of that tile*, then `k`.
+# Write `tiled_matmul_kernel(M, N, K, ti, tj)` returning a `Kernel` (named anything) with buffers `A` (M×K, role
+# `"in"`), `B` (K×N, `"in"`), `C` (M×N, `"out"`), in that order, that computes `C = A @ B` with the i and j loops
+# **tiled**: an outer loop over row blocks `io = 0, ti, 2ti, …` (`step=ti`), inside it a loop over column blocks
+# `jo` (`step=tj`), then the rows `ii` and columns `ji` *of that tile*, then `k` innermost. So the multiply-adds
+# run tile by tile, and the `K` multiply-adds of one element of C run one after another.
 #
-# * Sizes need not be multiples of the tiles: the last tile is short. Use `minimum(io + ti, M)` as a bound.
-# * C arrives with **garbage** in it: set each element before accumulating (e.g. `C[ii, ji] = 0.0` then the k loop).
-# * Building blocks: `loop(name, start, stop, body=..., step=...)`, `Store(C, (ii, ji), value)`, `C[ii, ji]`,
-#   `minimum(a, b)`, `Var(name)`. `print(kernel)` shows what you built.
+# * Sizes need not be multiples of the tiles: the last tile in each direction is short, and every element of C
+#   must still be computed. Use `minimum(io + ti, M)` as a bound (and `minimum(jo + tj, N)` for the columns).
+# * C arrives with **garbage** in it: set each element before accumulating (e.g. `C[ii, ji] = 0.0` then the k
+#   loop), and never read an element of C before it is set.
+# * Build the loops yourself from `loop(name, start, stop, body=..., step=...)`, `Store(C, (ii, ji), value)`,
+#   `C[ii, ji]`, `minimum(a, b)` and `Var(name)`; do not call the schedule primitives `split`/`tile` or the
+#   ladder's `tiled`/`tiled_order` (they raise while the tests run your function). `print(kernel)` shows what you
+#   built.
 #
-# Tests verify your kernel, compile it, run it on odd shapes against numpy, and check the loops with steps `ti` and
+# Tests verify your kernel, follow its trace (the order of the multiply-adds, and which elements of C are read
+# before they are set), compile it, run it on odd shapes against numpy, and check the loops with steps `ti` and
 # `tj`. `verify_kernel` proves from the loop bounds that every load and store stays inside its buffer: a bound that
 # overruns the matrix (a tail tile without `minimum`, or the wrong size as a limit) is reported as
 # `out of bounds: buffer C, index [ii, ji] = [...], shape (...), at loop values ...` before anything runs.
@@ -262,40 +294,108 @@ def _loop_steps(kernel: Kernel) -> list[int]:
     return [lp.step for lp in loops_in(kernel.body)]
 
 
-def _check_tiled(M: int, N: int, K: int, ti: int, tj: int, what: str) -> None:
-    k = tiled_matmul_kernel(M, N, K, ti, tj)
-    check_true(isinstance(k, Kernel), f"tiled_matmul_kernel must return a Kernel, got {type(k).__name__}")
-    check_equal([(b.name, b.shape, b.role) for b in k.buffers], [("A", (M, K), "in"), ("B", (K, N), "in"), ("C", (M, N), "out")],
-                name=f"buffers of tiled_matmul_kernel({M}, {N}, {K}, {ti}, {tj})")
-    try:
-        verify_kernel(k)  # well formed, and every load and store proven inside its buffer from the loop bounds
-    except KernelError as err:
-        check_true(False, f"tiled_matmul_kernel({M}, {N}, {K}, {ti}, {tj}) ({what}): {err}")
-    steps = _loop_steps(k)
-    if ti > 1:
-        check_true(ti in steps, f"no loop with step ti={ti}: tile the i loop (loop steps found: {steps})")
-    if tj > 1:
-        check_true(tj in steps, f"no loop with step tj={tj}: tile the j loop (loop steps found: {steps})")
-    a = rng.standard_normal((M, K), dtype=np.float32)
-    b = rng.standard_normal((K, N), dtype=np.float32)
-    c = np.full((M, N), np.nan, np.float32)  # garbage in C: the kernel must set every element
-    try:
-        compile_kernel(k)(a, b, c)
-    except KernelError as err:
-        check_true(False, f"tiled_matmul_kernel({M}, {N}, {K}, {ti}, {tj}) ({what}): {err}")
-    check_array(c, a @ b, rtol=1e-4, atol=float(1e-4 * np.sqrt(K)), name=f"C for M,N,K={M},{N},{K}, tiles {ti}x{tj} ({what})")
+def _tiled_order(M: int, N: int, ti: int, tj: int) -> np.ndarray:
+    """Flat indices of C's elements in the tiled order: tiles row-major (io, jo), then ii, ji inside a tile."""
+    return np.array([i * N + j for io in range(0, M, ti) for jo in range(0, N, tj)
+                     for i in range(io, min(io + ti, M)) for j in range(jo, min(jo + tj, N))])
 
 
-_check_tiled(8, 8, 5, 4, 4, "multiples of the tiles")
-_check_tiled(10, 7, 3, 4, 3, "a short last tile in both i and j")
+def _check_tiled_trace(k: Kernel, M: int, N: int, K: int, ti: int, tj: int, call: str) -> None:
+    """From the kernel's trace: C set before it is read, every element stored, the multiply-adds tile by tile."""
+    def at(e: int) -> str:
+        return f"C[{int(e) // N}, {int(e) % N}]"
+
+    tr = trace_kernel(k)
+    on_c = tr.of("C")
+    c_idx, c_w = tr.indices[on_c], tr.writes[on_c]
+    _, first = np.unique(c_idx, return_index=True)        # where each element of C is touched first
+    read_first = np.sort(first[~c_w[first]])
+    if read_first.size:
+        check_true(False, f"{call} reads {at(c_idx[read_first[0]])} before setting it: C arrives full of garbage, "
+                   "so store 0.0 into each element before accumulating into it")
+    unset = np.setdiff1d(np.arange(M * N), c_idx[c_w])
+    if unset.size:
+        check_true(False, f"{call} never stores {at(unset[0])} ({unset.size} of the {M * N} elements of C are never "
+                   "written): the short tiles at the end of each row and column must be computed too")
+    a_rows = tr.indices[tr.of("A") & ~tr.writes] // K
+    b_cols = tr.indices[tr.of("B") & ~tr.writes] % N
+    check_true(a_rows.size == b_cols.size == M * N * K, f"{call} loads A {a_rows.size} times and B {b_cols.size} "
+               f"times; with k innermost each is loaded once per multiply-add, {M * N * K} times")
+    macs = a_rows * N + b_cols                             # the element of C each multiply-add is for
+    runs = macs[np.r_[True, macs[1:] != macs[:-1]]]
+    stretches = np.bincount(runs, minlength=M * N)
+    split_up = np.flatnonzero(stretches > 1)
+    if split_up.size:
+        e = int(split_up[0])
+        check_true(False, f"{call}: the {K} multiply-adds into {at(e)} do not run one after another (they come in "
+                   f"{stretches[e]} separate stretches): k must be the innermost loop, inside the rows and columns "
+                   "of the tile")
+    want = _tiled_order(M, N, ti, tj)
+    n = min(runs.size, want.size)
+    diff = np.flatnonzero(runs[:n] != want[:n])
+    if diff.size or runs.size != want.size:
+        p = int(diff[0]) if diff.size else n
+        after = f"after {at(want[p - 1])}" if p else "first"
+        theirs = at(runs[p]) if p < runs.size else "nothing"
+        check_true(False, f"{call}: the multiply-adds do not run tile by tile ({ti}x{tj} tiles in row-major order, "
+                   f"io then jo; inside a tile the rows ii, then the columns ji): {after} the tiled order works on "
+                   f"{at(want[p]) if p < want.size else 'nothing'}, your kernel on {theirs}")
+
+
+def _check_tiled(M: int, N: int, K: int, ti: int, tj: int, label: str, gen: np.random.Generator,
+                 hidden: bool = True) -> None:
+    call = f"tiled_matmul_kernel({M}, {N}, {K}, {ti}, {tj})"
+    with case(label, show=lambda: call, hidden=hidden):
+        build = forbidding(tiled_matmul_kernel, "infopt.schedule.loop_primitives:split",
+                           "infopt.schedule.loop_primitives:tile", "infopt.schedule.matmul_ladder:tiled",
+                           "infopt.schedule.matmul_ladder:tiled_order", exercise="the tiled loop nest",
+                           why="build it from loop(...), Store and minimum")
+        k = call_student(build, M, N, K, ti, tj, name=call)
+        check_true(isinstance(k, Kernel), f"{call} must return a Kernel, got {type(k).__name__}")
+        check_equal([(b.name, b.shape, b.role) for b in k.buffers],
+                    [("A", (M, K), "in"), ("B", (K, N), "in"), ("C", (M, N), "out")], name=f"buffers of {call}")
+        try:
+            verify_kernel(k)  # well formed, and every load and store proven inside its buffer from the loop bounds
+        except KernelError as err:
+            check_true(False, f"{call}: {err}")
+        steps = _loop_steps(k)
+        for t, what in ((ti, "ti"), (tj, "tj")):
+            check_true(t == 1 or t in steps, f"{call} has no loop with step {what}={t}: the {'row' if what == 'ti' else 'column'}"
+                       f"-block loop steps by {what} (loop steps found: {steps})")
+        _check_tiled_trace(k, M, N, K, ti, tj, call)
+        a = gen.standard_normal((M, K), dtype=np.float32)
+        b = gen.standard_normal((K, N), dtype=np.float32)
+        c = np.full((M, N), np.nan, np.float32)  # garbage in C: the kernel must set every element
+        try:
+            compile_kernel(k)(a, b, c)
+        except KernelError as err:
+            check_true(False, f"{call}: {err}")
+        check_array(c, a @ b, rtol=1e-4, atol=float(1e-4 * np.sqrt(K)), name=f"C = A @ B from {call}")
+
+
+_check_tiled(8, 8, 5, 4, 4, "multiples of the tiles", rng, hidden=False)
+_check_tiled(10, 7, 3, 4, 3, "a short last tile in both i and j", rng, hidden=False)
 ### BEGIN HIDDEN TESTS
-_r = np.random.default_rng()
-for _t in range(4):
-    _ti, _tj = (int(v) for v in _r.integers(2, 9, 2))
-    _M = int(_r.integers(1, 5)) * _ti + int(_r.integers(1, _ti))   # never a multiple of ti
-    _N = int(_r.integers(1, 5)) * _tj + int(_r.integers(1, _tj))
-    _check_tiled(_M, _N, int(_r.integers(1, 20)), _ti, _tj, f"hidden odd sizes #{_t}")
-_check_tiled(3, 5, 4, 8, 8, "tiles larger than the matrix")
+_r = grading_rng(2)
+_ti, _tj = (int(v) for v in _r.choice(np.arange(2, 8), 2, replace=False))          # ti != tj, both >= 2
+
+
+def _ragged(t: int, lo: int, hi: int) -> int:
+    """A size of lo..hi-1 whole tiles of t plus a short one (never a multiple of t)."""
+    return int(_r.integers(lo, hi)) * t + int(_r.integers(1, t))
+
+
+_N = _ragged(_tj, 1, 3)
+_check_tiled((_N // _ti + int(_r.integers(1, 3))) * _ti + int(_r.integers(1, _ti)), _N, int(_r.integers(2, 10)),
+             _ti, _tj, "short last tiles, more rows than columns", _r)
+_M = _ragged(_ti, 1, 3)
+_check_tiled(_M, (_M // _tj + int(_r.integers(1, 3))) * _tj + int(_r.integers(1, _tj)), int(_r.integers(2, 10)),
+             _ti, _tj, "short last tiles, more columns than rows", _r)
+_check_tiled(int(_r.integers(2, 5)) * _ti, int(_r.integers(2, 5)) * _tj, int(_r.integers(2, 10)), _ti, _tj,
+             "whole tiles only, ti != tj", _r)
+_check_tiled(int(_r.integers(1, 8)), int(_r.integers(1, 8)), int(_r.integers(1, 10)), 8, 9,
+             "tiles larger than the matrix", _r)
+_check_tiled(_ragged(_tj, 1, 4), _ragged(_ti, 1, 4), 1, _tj, _ti, "K = 1", _r)
 ### END HIDDEN TESTS
 print("tiled_matmul_kernel: visible tests passed")
 
@@ -326,13 +426,19 @@ for order in ("row", "col"):
 # %% [markdown]
 # ### Exercise 3 — predict the misses (2 points)
 #
-# Write `predict_scan_misses(rows, cols, order, cache)` returning the number of misses the simulator counts
-# for `simulate(scan_addresses(rows, cols, order), [cache])`, **without running it**:
+# Write `predict_scan_misses(rows, cols, order, cache)` returning, as an `int`, the number of misses the simulator
+# counts for `simulate(scan_addresses(rows, cols, order), [cache])`, **without running it**: while the tests run
+# your function, the simulator (`simulate`, `kernel_misses` and the LRU replay inside them) and the address trace
+# (`trace_kernel`) raise. The inputs:
 #
 # * the matrix is float32, row-major, starting at address 0; `order` is `"row"` or `"col"`;
 # * `cache` is a `CacheLevel` that is **fully associative** (`cache.assoc * cache.line == cache.size`, one set)
-#   with LRU replacement; its capacity is `cache.size // cache.line` lines;
+#   with LRU replacement; its capacity is `cache.size // cache.line` lines, and its line size `cache.line` is 32,
+#   64 or 128 bytes;
 # * `cols * 4` is a multiple of `cache.line` (each row starts on a new line).
+#
+# Your count must be exact for a row scan, for every line size, and for a column scan with fewer rows than the
+# cache has lines, with exactly as many, and with more rows than lines.
 #
 # Think: how many distinct lines does the matrix occupy? In a column scan, how many lines are touched between
 # two uses of the same line — and when does that fit?
@@ -352,26 +458,56 @@ def predict_scan_misses(rows: int, cols: int, order: str, cache: CacheLevel) -> 
 
 
 # %% grade_id="predict_test" points=2
-def _check_predict(rows: int, cols: int, order: str, cache: CacheLevel) -> None:
+def _scan_kind(rows: int, order: str, cache: CacheLevel) -> str:
+    """What kind of scan a case is (its input, not its answer), for the case's label."""
+    if order == "row":
+        return "row scan"
+    cap = cache.size // cache.line
+    return "column scan, " + ("fewer rows than cache lines" if rows < cap else
+                              "as many rows as cache lines" if rows == cap else "more rows than cache lines")
+
+
+def _check_predict(rows: int, cols: int, order: str, cache: CacheLevel, hidden: bool = True) -> None:
     want = simulate(scan_addresses(rows, cols, order), [cache]).misses("L1")
-    got = predict_scan_misses(rows, cols, order, cache)
-    check_equal(int(got), want, name=f"predict_scan_misses({rows}, {cols}, {order!r}, {cache.size} B / {cache.line} B lines)")
+    call = (f"predict_scan_misses({rows}, {cols}, {order!r}, CacheLevel('L1', size={cache.size}, "
+            f"assoc={cache.assoc}, line={cache.line}))")
+    label = f"{_scan_kind(rows, order, cache)}: {rows}x{cols} floats, {cache.size // cache.line} lines of {cache.line} B"
+    with case(label, show=lambda: call, hidden=hidden):
+        predict = forbidding(predict_scan_misses, "infopt.schedule.cachesim:simulate",
+                             "infopt.schedule.cachesim:kernel_misses", "infopt.schedule.cachesim:_replay_level",
+                             "infopt.schedule.address_trace:trace_kernel",
+                             exercise="the miss prediction", why="predict the count from the sizes, without running it")
+        got = call_student(predict, rows, cols, order, cache, name=call)
+        check_true(isinstance(got, (int, np.integer)) and not isinstance(got, (bool, np.bool_)),
+                   f"{call} must return an int (a number of misses), got {type(got).__name__} {got!r}")
+        check_equal(int(got), want, name=f"{call} (misses the simulator counts)")
 
 
+_L1_16 = CacheLevel("L1", 1024, 16, 64)  # the 16-line cache of the demo above
 for _order in ("row", "col"):
-    _check_predict(12, 32, _order, _L1)
-    _check_predict(20, 32, _order, _L1)
+    _check_predict(12, 32, _order, _L1_16, hidden=False)
+    _check_predict(20, 32, _order, _L1_16, hidden=False)
 ### BEGIN HIDDEN TESTS
-_r = np.random.default_rng()
-for _t in range(10):
+_r = grading_rng(3)
+
+
+def _full_assoc(lines: int, line: int) -> CacheLevel:
+    return CacheLevel("L1", lines * line, lines, line)
+
+
+for _line in (32, 128):                                              # row scans with other line sizes
+    _cap = int(_r.integers(4, 40))
+    _check_predict(int(_r.integers(1, 2 * _cap)), _line // 4 * int(_r.integers(1, 4)), "row", _full_assoc(_cap, _line))
+for _line in (32, 64, 128):                                          # column scans around the capacity
+    _cap = int(_r.integers(4, 40))
+    _cols = _line // 4 * int(_r.integers(2, 5))                      # >= 2 lines per row: the matrix overflows
+    for _rows in (int(_r.integers(_cap // 2 + 1, _cap)), _cap, _cap + 1, int(_r.integers(_cap + 2, 2 * _cap + 3))):
+        _check_predict(_rows, _cols, "col", _full_assoc(_cap, _line))
+for _t in range(4):                                                   # and a few anywhere
     _line = int(_r.choice([32, 64, 128]))
     _cap = int(_r.integers(4, 40))
-    _cache = CacheLevel("L1", _cap * _line, _cap, _line)
-    _cols = (_line // 4) * int(_r.integers(1, 5))
-    _rows = int(_r.integers(1, 2 * _cap + 3))
-    _check_predict(_rows, _cols, str(_r.choice(["row", "col"])), _cache)
-_check_predict(16, 16, "col", CacheLevel("L1", 1024, 16, 64))   # exactly at capacity
-_check_predict(17, 16, "col", CacheLevel("L1", 1024, 16, 64))   # one line too many
+    _check_predict(int(_r.integers(1, 2 * _cap + 3)), _line // 4 * int(_r.integers(1, 5)), str(_r.choice(["row", "col"])),
+                   _full_assoc(_cap, _line))
 ### END HIDDEN TESTS
 print("predict_scan_misses: visible tests passed")
 
@@ -416,11 +552,12 @@ fig.show()
 #
 # ### Exercise 4 — tile sizes that beat a threshold (3 points)
 #
-# Write `choose_tiles(n, l1)` returning `(ti, tj, tk)` (positive ints, at most `n`) for the one-level tiled
-# matmul `tiled_order(n, n, n, (ti, tj, tk))` (tile loops i-j-k, i-k-j inside a tile). Graded by **simulated L1
-# misses** (never by seconds): on a hidden `n` (32 to 48) and a hidden L1 (`l1.size` 2–4 KiB, 4- or 8-way,
-# 64-byte lines), your tiles must make at most **0.6×** the L1 misses of the untiled i-k-j order
-# (`interchanged(n, n, n)`). The simulator costs ~0.5 s per call at n = 48: reason first, search little.
+# Write `choose_tiles(n, l1)` returning `(ti, tj, tk)`, a tuple of three ints between 1 and `n`, for the one-level
+# tiled matmul `tiled_order(n, n, n, (ti, tj, tk))` (tile loops i-j-k, i-k-j inside a tile). Graded by **simulated
+# L1 misses** (never by seconds): on the visible case (n = 32, a 2 KiB 4-way L1) and on hidden ones (n = 40 and 48,
+# each with a 2 KiB and a 4 KiB L1, 4- or 8-way, 64-byte lines), your tiles must make at most **0.6×** the L1
+# misses of the untiled i-k-j order (`interchanged(n, n, n)`). The simulator costs ~0.5 s per call at n = 48:
+# reason first, search little.
 
 # %% solution=true grade_id="tiles"
 def choose_tiles(n: int, l1: CacheLevel) -> tuple[int, int, int]:
@@ -435,21 +572,28 @@ def choose_tiles(n: int, l1: CacheLevel) -> tuple[int, int, int]:
 
 
 # %% grade_id="tiles_test" points=3
-def _check_tiles(n: int, l1: CacheLevel, what: str) -> None:
-    tiles = choose_tiles(n, l1)
-    check_true(isinstance(tiles, tuple) and len(tiles) == 3 and all(isinstance(t, (int, np.integer)) and 1 <= t <= n for t in tiles),
-               f"choose_tiles must return a tuple of three ints in 1..{n}, got {tiles!r}")
-    base = kernel_misses(interchanged(n, n, n), [l1]).misses("L1")
-    got = kernel_misses(tiled_order(n, n, n, tuple(int(t) for t in tiles)), [l1]).misses("L1")
-    check_true(got <= 0.6 * base, f"{what}: tiles {tuple(tiles)} give {got} simulated L1 misses at n={n} with a "
-               f"{l1.size} B {l1.assoc}-way L1; the untiled i-k-j order gives {base}; the target is <= {int(0.6 * base)}")
+def _check_tiles(n: int, l1: CacheLevel, label: str, hidden: bool = True) -> None:
+    call = f"choose_tiles({n}, CacheLevel('L1', size={l1.size}, assoc={l1.assoc}, line={l1.line}))"
+    with case(label, show=lambda: call, hidden=hidden):
+        tiles = call_student(choose_tiles, n, l1, name=call)
+        check_true(type(tiles) is tuple and len(tiles) == 3 and all(
+            isinstance(t, (int, np.integer)) and not isinstance(t, (bool, np.bool_)) and 1 <= t <= n for t in tiles),
+                   f"{call} must return a tuple of three ints in 1..{n}, got {tiles!r}")
+        tiles = tuple(int(t) for t in tiles)
+        base = kernel_misses(interchanged(n, n, n), [l1]).misses("L1")
+        got = kernel_misses(tiled_order(n, n, n, tiles), [l1]).misses("L1")
+        check_true(got <= 0.6 * base, f"{call}: tiles {tiles} give {got} simulated L1 misses; the untiled i-k-j order "
+                   f"gives {base}; the target is <= {int(0.6 * base)} (0.6x)")
 
 
-_check_tiles(32, CacheLevel("L1", 2048, 4, 64), "visible case")
+_check_tiles(32, CacheLevel("L1", 2048, 4, 64), "n = 32, 2 KiB 4-way", hidden=False)
 ### BEGIN HIDDEN TESTS
-_check_tiles(40, CacheLevel("L1", 2048, 4, 64), "hidden n=40")
-_check_tiles(48, CacheLevel("L1", 4096, 8, 64), "hidden n=48, 4 KiB")
-_check_tiles(48, CacheLevel("L1", 2048, 4, 64), "hidden n=48, 2 KiB")
+_r = grading_rng(4)
+_ways = [int(w) for w in _r.permutation([4, 8])]   # every hidden size with every L1 size; each sees both ways
+for _a, _n in enumerate((40, 48)):
+    for _b, _kib in enumerate((2, 4)):
+        _w = _ways[(_a + _b) % 2]
+        _check_tiles(_n, CacheLevel("L1", _kib * 1024, _w, 64), f"n = {_n}, {_kib} KiB {_w}-way")
 ### END HIDDEN TESTS
 print("choose_tiles: visible tests passed")
 
@@ -559,11 +703,13 @@ except ScheduleError as e:
 # ### Exercise 5 — matmul with a fused bias + ReLU epilogue (3 points)
 #
 # Write `matmul_bias_relu_kernel(M, N, K)` returning a `Kernel` with buffers `A` (M×K, `"in"`), `B` (K×N,
-# `"in"`), `bias` (N, `"in"`), `C` (M×N, `"out"`), in that order, computing `C = max(A @ B + bias, 0)` with
-# **C written exactly once per element and never read**: accumulate the dot product in a local scalar
-# (`acc = Var("acc", "f32")`, `Assign(acc, 0.0)`, `Assign(acc, acc + ...)` — import `Assign` from
-# `infopt.codegen`), then store the epilogue's result. Tests check the values on random shapes (C arrives
-# full of garbage) and count C's loads and stores in the kernel's trace.
+# `"in"`), `bias` (N, `"in"`), `C` (M×N, `"out"`), in that order, computing `C = max(A @ B + bias, 0)` (one bias
+# per column: `bias[j]` is added to every element of column j) with **C written exactly once per element and never
+# read**: accumulate the dot product in a float32 local scalar (`acc = Var("acc", "f32")`, `Assign(acc, 0.0)`,
+# `Assign(acc, acc + ...)` — import `Assign` from `infopt.codegen`), then store the epilogue's result. Tests check
+# that nothing in the kernel computes in `f64`, check the values on random shapes (C arrives full of garbage; more
+# rows than columns and more columns than rows, K = 1, a single row), and count C's loads and stores per element
+# in the kernel's trace.
 
 # %% solution=true grade_id="epilogue"
 from infopt.codegen import Assign
@@ -583,33 +729,61 @@ def matmul_bias_relu_kernel(M: int, N: int, K: int) -> Kernel:
 
 
 # %% grade_id="epilogue_test" points=3
-def _check_epilogue(M: int, N: int, K: int, what: str) -> None:
-    k = matmul_bias_relu_kernel(M, N, K)
-    check_true(isinstance(k, Kernel), f"matmul_bias_relu_kernel must return a Kernel, got {type(k).__name__}")
-    check_equal([(b.name, b.shape, b.role) for b in k.buffers],
-                [("A", (M, K), "in"), ("B", (K, N), "in"), ("bias", (N,), "in"), ("C", (M, N), "out")],
-                name=f"buffers of matmul_bias_relu_kernel({M}, {N}, {K})")
-    a = rng.standard_normal((M, K), dtype=np.float32)
-    b = rng.standard_normal((K, N), dtype=np.float32)
-    bias = rng.standard_normal(N, dtype=np.float32)
-    c = np.full((M, N), np.nan, np.float32)
-    try:
-        compile_kernel(k)(a, b, bias, c)  # verified first: every load and store proven inside its buffer
-    except KernelError as err:
-        check_true(False, f"matmul_bias_relu_kernel({M}, {N}, {K}) ({what}): {err}")
-    check_array(c, np.maximum(a @ b + bias, 0), rtol=1e-4, atol=float(1e-4 * np.sqrt(K)), name=f"C = relu(A @ B + bias), {what}")
-    tr = trace_kernel(k)
-    on_c = tr.of("C")
-    check_equal(int((on_c & ~tr.writes).sum()), 0, name=f"loads of C ({what}); fuse the epilogue: C is never read back")
-    check_equal(int((on_c & tr.writes).sum()), M * N, name=f"stores to C ({what}); each element is written once")
+def _first_f64(kernel: Kernel) -> str | None:
+    """The first statement that computes or stores anything in f64, as text, or None."""
+    from infopt.codegen.walk import iter_exprs, iter_stmts
+
+    for s in iter_stmts(kernel.body):
+        if getattr(getattr(s, "var", None), "dtype", None) == "f64" or any(
+                x.dtype == "f64" for e in s.exprs for x in iter_exprs(e)):
+            return s.head
+    return None
 
 
-_check_epilogue(4, 5, 3, "visible 4x5x3")
+def _check_epilogue(M: int, N: int, K: int, label: str, gen: np.random.Generator, hidden: bool = True) -> None:
+    call = f"matmul_bias_relu_kernel({M}, {N}, {K})"
+    with case(label, show=lambda: call, hidden=hidden):
+        k = call_student(matmul_bias_relu_kernel, M, N, K, name=call)
+        check_true(isinstance(k, Kernel), f"{call} must return a Kernel, got {type(k).__name__}")
+        check_equal([(b.name, b.shape, b.role) for b in k.buffers],
+                    [("A", (M, K), "in"), ("B", (K, N), "in"), ("bias", (N,), "in"), ("C", (M, N), "out")],
+                    name=f"buffers of {call}")
+        f64 = _first_f64(k)
+        check_true(f64 is None, f"{call} computes in f64 (double) at `{f64}`: the buffers are float32, so "
+                   "accumulate in a float32 scalar, Var(\"acc\", \"f32\")")
+        a = gen.standard_normal((M, K), dtype=np.float32)
+        b = gen.standard_normal((K, N), dtype=np.float32)
+        bias = gen.standard_normal(N, dtype=np.float32)
+        c = np.full((M, N), np.nan, np.float32)
+        try:
+            compile_kernel(k)(a, b, bias, c)  # verified first: every load and store proven inside its buffer
+        except KernelError as err:
+            check_true(False, f"{call}: {err}")
+        check_array(c, np.maximum(a @ b + bias, 0), rtol=1e-4, atol=float(1e-4 * np.sqrt(K)),
+                    name=f"C = relu(A @ B + bias) from {call}")
+        tr = trace_kernel(k)
+        on_c = tr.of("C")
+        loads = tr.indices[on_c & ~tr.writes]
+        if loads.size:
+            check_true(False, f"loads of C from {call}: {loads.size} (the first of C[{loads[0] // N}, {loads[0] % N}]); "
+                       "C is never read: keep the dot product in the scalar and store relu(acc + bias[j]) once")
+        per_element = np.bincount(tr.indices[on_c & tr.writes], minlength=M * N)
+        twice = np.flatnonzero(per_element != 1)
+        if twice.size:
+            e = int(twice[0])
+            check_true(False, f"stores to C from {call}: C[{e // N}, {e % N}] is stored {per_element[e]} times; "
+                       "each element is written exactly once, with its final value")
+
+
+_check_epilogue(4, 5, 3, "4x5x3", rng, hidden=False)
 ### BEGIN HIDDEN TESTS
-_r = np.random.default_rng()
-for _t in range(4):
-    _check_epilogue(*(int(v) for v in _r.integers(1, 24, 3)), what=f"hidden random shape #{_t}")
-_check_epilogue(int(_r.integers(9, 20)), int(_r.integers(2, 8)), int(_r.integers(1, 9)), "hidden: more rows than columns")
+_r = grading_rng(5)
+_check_epilogue(int(_r.integers(9, 20)), int(_r.integers(2, 8)), int(_r.integers(2, 9)), "more rows than columns", _r)
+_check_epilogue(int(_r.integers(2, 8)), int(_r.integers(9, 20)), int(_r.integers(2, 9)), "more columns than rows", _r)
+_check_epilogue(int(_r.integers(2, 12)), int(_r.integers(2, 12)), 1, "K = 1", _r)
+_check_epilogue(1, int(_r.integers(2, 16)), int(_r.integers(2, 12)), "a single row", _r)
+for _t in range(2):
+    _check_epilogue(*(int(v) for v in _r.integers(1, 24, 3)), label=f"random shape #{_t}", gen=_r)
 ### END HIDDEN TESTS
 print("matmul_bias_relu_kernel: visible tests passed")
 
