@@ -29,11 +29,14 @@ TRANSLATE = "mlir-translate"
 
 @dataclass(frozen=True)
 class Stage:
-    """One named lowering step: the `mlir-opt` flags it runs (or TRANSLATE alone) and what it does, in a line."""
+    """One named lowering step: the `mlir-opt` flags it runs (or TRANSLATE alone) and what it does, in a line.
+    A `script` (a transform-dialect module) is appended to the IR and run by `--transform-interpreter`, then
+    erased."""
 
     name: str
     passes: tuple[str, ...]
     what: str
+    script: str = ""
 
 
 CPU_PIPELINE: tuple[Stage, ...] = (
@@ -132,6 +135,14 @@ def run_stage(stage: Stage, text: str) -> str:
     """The IR after one stage."""
     if stage.passes == (TRANSLATE,):
         return run_tool("mlir-translate", ["--mlir-to-llvmir"], text)
+    if stage.script:
+        body = text.rstrip()
+        if body.startswith("module") and body.endswith("}"):   # the schedule goes inside the payload's module
+            body = body[:-1] + stage.script + "}\n"
+        else:
+            body = body + "\n" + stage.script
+        return run_tool("mlir-opt", ["--transform-interpreter", "--test-transform-dialect-erase-schedule",
+                                     *stage.passes], body)
     return run_tool("mlir-opt", list(stage.passes), text)
 
 
