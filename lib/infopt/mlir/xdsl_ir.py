@@ -18,8 +18,8 @@ def require_xdsl() -> Any:
     return xdsl
 
 
-@functools.lru_cache(maxsize=None)
-def _context(extra: tuple[Any, ...]) -> Any:
+@functools.lru_cache(maxsize=1)
+def _base_context() -> Any:
     require_xdsl()
     from xdsl.context import Context
     from xdsl.dialects import get_all_dialects
@@ -27,14 +27,15 @@ def _context(extra: tuple[Any, ...]) -> Any:
     ctx = Context(allow_unregistered=False)
     for name, factory in get_all_dialects().items():
         ctx.register_dialect(name, factory)
-    for dialect in extra:
-        ctx.load_dialect(dialect)
     return ctx
 
 
 def context(dialects: Iterable[Any] = ()) -> Any:
     """An xDSL Context with all of xDSL's dialects registered and `dialects` (xdsl Dialect objects) loaded."""
-    return _context(tuple(dialects)).clone()
+    ctx = _base_context().clone()
+    for dialect in dialects:
+        ctx.load_dialect(dialect)
+    return ctx
 
 
 def parse_module(text: str, dialects: Iterable[Any] = (), verify: bool = True) -> Any:
