@@ -176,3 +176,19 @@ def without_stage(stages: tuple[Stage, ...], name: str) -> tuple[Stage, ...]:
     if name not in [s.name for s in stages]:
         raise ValueError(f"no stage {name!r}; the stages are {[s.name for s in stages]}")
     return tuple(s for s in stages if s.name != name)
+
+
+_SSA = re.compile(r"%[\w.$-]+|\^bb\d+|#map\d*|\bloc\(\S+\)")
+
+
+def changed_lines(before: str, after: str) -> list[bool]:
+    """For each line of `after`: is it new, i.e. not matched (up to SSA names) to a line of `before` by a diff?"""
+    import difflib
+
+    norm = lambda text: [_SSA.sub("%_", ln.strip()) for ln in text.splitlines()]  # noqa: E731
+    a, b = norm(before), norm(after)
+    flags = [True] * len(b)
+    for block in difflib.SequenceMatcher(None, a, b, autojunk=False).get_matching_blocks():
+        for j in range(block.b, block.b + block.size):
+            flags[j] = False
+    return flags
