@@ -38,15 +38,14 @@ def _payload(rng: np.random.Generator, args: list[str], out: str | None, name: s
     used = [a for a in args if rng.random() < 0.7] or [args[int(rng.integers(len(args)))]]
     lines, vals = [], list(used)
     while len(vals) > 1 or not lines:
-        op = str(rng.choice(PAYLOAD))
+        op = str(rng.choice(PAYLOAD if len(vals) > 1 else [p for p in PAYLOAD if p.startswith("math.")]))
         k += 1
         r = f"%{name}_{k}"
         if op.startswith("math."):
             lines.append(f"{r} = {op} {vals[0]} : f32")
             vals = [r, *vals[1:]]
         else:
-            b = vals[1] if len(vals) > 1 else vals[0]
-            lines.append(f"{r} = {op} {vals[0]}, {b} : f32")
+            lines.append(f"{r} = {op} {vals[0]}, {vals[1]} : f32")   # never x op x (mlir-opt folds max(x, x))
             vals = [r, *vals[2:]]
     if out is not None:
         k += 1
