@@ -1,30 +1,44 @@
 """Run one assembled notebook in its sandbox, cell by cell, recording each cell's result as soon as it finishes.
 
-The grader drives the kernel with jupyter_client over IPC sockets (the kernel has no network). Each cell's
-result is appended to a JSON-lines log before the next cell starts, so a kernel that dies at cell k keeps the
-credit of the cells before it. A cell passes or fails on its execute reply alone; stderr output never fails it.
-Before each test cell a few canaries (assertions that must fail) check that the kernel still reports failures.
+The grader drives the kernel with jupyter_client over IPC sockets (the kernel has no network). Each cell's result is
+appended to a JSON-lines log before the next cell starts, so a kernel that dies at cell k keeps the credit of the
+cells before it. Student and instructor code cells run as ordinary cells. Test cells never do: each is sent sealed
+(autograder/verdicts.py) and its pass or fail is the verdict the kernel's signer thread wrote to the verdict
+channel (autograder/kernel_boot.py), never the execute reply, so a kernel whose execution machinery was replaced
+cannot report a pass. Before each test, three probes that must fail are sent the same way, indistinguishable from
+the test; a probe that passes, or gives no verdict, voids the test and flags the submission, and so does a test
+that gives no verdict. Everything written to the log has been scrubbed of hidden-test and solution text.
 """
 from __future__ import annotations
 
 import dataclasses
 import json
-import secrets
-import subprocess
-import sys
+import os
 import time
 from pathlib import Path
 from queue import Empty
+from typing import Callable
 
+from .persistence import startup_files
 from .sandbox import Limits, Sandbox
+from .scrub import Scrubber
+from .verdicts import PROBE_SECONDS, Channel, Sealer, boot_files, kernel_argv, library_modules, new_key
+from .verdicts import trusted_before
 
 TEXT_CAP = 4000  # characters of each cell's output kept for feedback
 _POLL_S = 0.1
+_GRACE_S = 2.0   # after a trigger's reply, how long a verdict that never started may still begin
+_REPLY_S = 10.0  # after a trigger's last record, how long its execute reply may take (a loaded machine is slow)
+_KERNEL_LOG_CAP = 256 * 1024
 
 
 @dataclasses.dataclass
 class CellResult:
-    """What happened to one code cell: status ok|error|timeout|died|not_run, the error, output excerpt, seconds."""
+    """What happened to one code cell: status ok|error|timeout|died|not_run|no_verdict, the error, output, seconds.
+
+    For a test cell: `canary` is non-empty when a probe before it passed or gave no verdict, `tamper` names the
+    checking machinery found changed when its verdict was signed (either one: the test is not counted), `line` is
+    the test cell's line where the failure surfaced and `frames` the (file, line, function, text) below it."""
 
     index: int
     kind: str
@@ -36,63 +50,69 @@ class CellResult:
     output: str = ""
     output_bytes: int = 0
     seconds: float = 0.0
-    canary: str = ""  # non-empty: the canary before this cell passed when it had to fail (tampered kernel)
-
-
-def _canaries() -> list[tuple[str, str]]:
-    """(code, expected exception name) pairs; each must fail in an honest kernel with its nonce in the message."""
-    nonce = secrets.randbelow(10**9) + 10
-    return [
-        (f"assert {nonce} == {nonce + 1}, 'canary-{nonce}'", "AssertionError"),
-        (f"__import__('infopt.grading', fromlist=['check_equal']).check_equal({nonce}, {nonce + 1}, "
-         f"name='canary-{nonce}')", "GradingError"),
-        (f"__import__('numpy').testing.assert_allclose({nonce}.0, -{nonce}.0, err_msg='canary-{nonce}')",
-         "AssertionError"),
-    ]
+    canary: str = ""
+    tamper: str = ""
+    line: int = 0
+    frames: list = dataclasses.field(default_factory=list)
 
 
 def _kernel_manager(sandbox: Sandbox):
-    """A jupyter_client KernelManager whose kernel command runs inside `sandbox`, talking over IPC sockets."""
+    """A jupyter_client KernelManager whose kernel command (the bootstrap) runs inside `sandbox`, over IPC."""
     from jupyter_client.manager import KernelManager
 
     class SandboxedKernelManager(KernelManager):
         def format_kernel_cmd(self, extra_arguments=None):  # noqa: D102 (jupyter_client hook)
             sandbox.prepare_run_files()
-            return sandbox.wrap([sys.executable, "-m", "ipykernel_launcher", "-f", self.connection_file])
+            return sandbox.wrap(kernel_argv(sandbox.run_dir, self.connection_file))
 
     km = SandboxedKernelManager(kernel_name="python3", transport="ipc", ip=str(sandbox.run_dir / "kernel"),
                                 connection_file=str(sandbox.run_dir / "kernel.json"))
-    km.shutdown_wait_time = 1.0
+    km.shutdown_wait_time = 0.2
     return km
 
 
 class _Runner:
-    """Executes cells on one kernel, enforcing the per-cell and per-notebook wall clock."""
+    """Executes cells on one kernel, enforcing the per-cell wall clock, reading the verdict channel meanwhile."""
 
-    def __init__(self, km, kc, sandbox: Sandbox, deadline: float) -> None:
-        self.km, self.kc, self.sandbox, self.deadline = km, kc, sandbox, deadline
+    def __init__(self, km, kc, channel: Channel) -> None:
+        self.km, self.kc, self.channel = km, kc, channel
 
-    def execute(self, code: str, timeout: float, store_history: bool = True) -> dict:
-        """Run code; return {'status', 'ename', 'evalue', 'traceback', 'output', 'output_bytes', 'seconds'}."""
+    def execute(self, code: str, timeout: float, store_history: bool = True,
+                until: Callable[[], bool] | None = None, begun: Callable[[], bool] | None = None) -> dict:
+        """Run code; return {'status', 'reply', 'ename', 'evalue', 'traceback', 'output', 'output_bytes', 'seconds'}.
+
+        With `until` (a trigger), also wait for the record it names: the cell is done when that record arrived
+        (and the reply, or 10 s more), or when the reply came and `begun()` stayed false for a grace period."""
         start = time.monotonic()
         msg_id = self.kc.execute(code, store_history=store_history, allow_stdin=False, stop_on_error=False)
-        result = {"status": "", "ename": "", "evalue": "", "traceback": "", "output": "", "output_bytes": 0}
+        result = {"status": "", "reply": "", "ename": "", "evalue": "", "traceback": "", "output": "",
+                  "output_bytes": 0}
         pieces: list[str] = []
         kept = 0
-        reply = None
+        reply = reply_at = arrived_at = None
         idle = False
         limit = start + timeout
         last_alive_check = start
-        while reply is None or not idle:
+        while True:
             now = time.monotonic()
             if now > limit:
                 result["status"] = "timeout"
                 break
-            if reply is not None and now > reply_at + 2.0:  # reply came but the idle status got lost
-                break
+            self.channel.poll()
+            executed = reply is not None and (idle or now > reply_at + 2.0)  # the idle status may get lost
+            if until is None:
+                if executed:
+                    break
+            else:
+                if arrived_at is None and until():
+                    arrived_at = now
+                if arrived_at is not None and (executed or now > arrived_at + _REPLY_S):
+                    break
+                if executed and not (begun and begun()) and now > reply_at + _GRACE_S:
+                    break
             got = False
             try:
-                msg = self.kc.get_iopub_msg(timeout=_POLL_S)
+                msg = self.kc.get_iopub_msg(timeout=_POLL_S if reply is None or until else 0.02)
                 got = True
                 if msg["parent_header"].get("msg_id") == msg_id:
                     kind, content = msg["msg_type"], msg["content"]
@@ -124,9 +144,11 @@ class _Runner:
             if now - last_alive_check > 0.5:
                 last_alive_check = now
                 if not self.km.is_alive():
+                    self.channel.poll()
                     result["status"] = "died"
                     break
         result["output"] = _strip_ansi("".join(pieces))
+        result["reply"] = "" if reply is None else ("ok" if reply.get("status") == "ok" else "error")
         if not result["status"]:
             status = (reply or {}).get("status", "error")
             result["status"] = "ok" if status == "ok" else "error"
@@ -167,54 +189,147 @@ def _death_reason(sandbox: Sandbox, km) -> str:
     return signals.get(code, f"exit code {code}")
 
 
-def run_notebook(cells: list[dict], limits: Limits, log_path: Path, uid: int | None = None,
-                 files: dict[str, bytes] | None = None, scratch: Path | None = None) -> dict:
-    """Execute `cells` (dicts with kind/source/grade_id) in a fresh sandbox; return per-cell results and events.
+_INCIDENTS = {"blocked": "blocked at run time", "startup": "tried to change the kernel's startup files",
+              "forged": "tried to forge a grading message", "replay": "replayed or reordered a test",
+              "overlap": "ran a test while another one was running",
+              "namespace": "ran a test outside the notebook's namespace", "signer": "grader error in the signer"}
 
-    `files` are the release's read-only companion files copied into the kernel's folder. Results are also
-    appended to `log_path` as JSON lines while the cells run.
+
+class _Evidence:
+    """Run-level tamper evidence gathered while the cells run: flags (deduplicated, in order) and events."""
+
+    def __init__(self, scrub: Scrubber) -> None:
+        self.flags: list[str] = []
+        self.scrub = scrub
+
+    def flag(self, text: str) -> None:
+        text = self.scrub(text)
+        if text not in self.flags:
+            self.flags.append(text)
+
+    def from_channel(self, channel: Channel) -> None:
+        for record in channel.records:
+            if record.get("k") == "incident":
+                what = str(record.get("what", ""))
+                self.flag(f"{_INCIDENTS.get(what, what)}: {record.get('text', '')}")
+            elif record.get("k") == "verdict" and record.get("changed"):
+                self.flag(f"changed the kernel's execution machinery or library code: {record['changed']}")
+        for problem in channel.problems:
+            self.flag(problem)
+
+    def check_reply(self, label: str, reply: str, verdict: dict | None) -> None:
+        """A kernel whose execute reply disagrees with the signed verdict had its execution machinery replaced."""
+        if verdict is None:
+            return
+        passed = verdict.get("status") == "ok"
+        if reply == "":
+            self.flag(f"the kernel sent no execute reply for {label} (its execution machinery was replaced)")
+        elif (reply == "ok") != passed:
+            self.flag(f"the kernel's execute reply for {label} said {reply!r} but the grader's signed verdict was "
+                      f"{'a pass' if passed else 'a failure'}: its execution machinery (run_cell, do_execute or "
+                      "the reply path) was replaced")
+
+
+def _chown_tree(root: Path, uid: int) -> None:
+    """chown -R without a subprocess (the sandbox's files must belong to its uid)."""
+    os.chown(root, uid, uid)
+    for folder, dirs, files in os.walk(root):
+        for name in dirs + files:
+            os.chown(os.path.join(folder, name), uid, uid, follow_symlinks=False)
+
+
+def _prepare(sandbox: Sandbox, files: dict[str, bytes] | None, key: bytes) -> Path:
+    """Copy the release's files into the kernel's folder and the bootstrap, key and verdict FIFO into its run folder."""
+    for name, data in (files or {}).items():
+        target = sandbox.work / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+    for name, data in boot_files().items():
+        (sandbox.run_dir / name).write_bytes(data)
+    key_path = sandbox.run_dir / "key"
+    key_path.write_bytes(key)
+    key_path.chmod(0o400)
+    fifo = sandbox.run_dir / "verdicts"
+    os.mkfifo(fifo, 0o600)
+    if sandbox.uid is not None:
+        _chown_tree(sandbox.work, sandbox.uid)
+        _chown_tree(sandbox.run_dir, sandbox.uid)
+    return fifo
+
+
+def _not_run(cells: list[dict], why: str, record: Callable[[CellResult], None]) -> None:
+    for index, cell in enumerate(cells):
+        if cell["kind"] != "markdown":
+            record(CellResult(index, cell["kind"], cell.get("grade_id"), "not_run", evalue=why))
+
+
+def _detail(channel: Channel, seq: int, scrub: Scrubber) -> dict:
+    """The error details the test thread sent after its failure (scrubbed), or {}."""
+    record = channel.find("detail", seq)
+    try:
+        detail = json.loads(record["text"]) if record else {}
+    except (ValueError, TypeError):
+        detail = {}
+    return scrub.deep(detail) if isinstance(detail, dict) else {}
+
+
+def run_notebook(cells: list[dict], limits: Limits, log_path: Path, uid: int | None = None,
+                 files: dict[str, bytes] | None = None, scratch: Path | None = None,
+                 scrub: Scrubber | None = None) -> dict:
+    """Execute `cells` (dicts with kind/source/grade_id/author) in a fresh sandbox; return per-cell results, events,
+    flags (tamper evidence found while running) and timings.
+
+    `files` are the release's read-only companion files copied into the kernel's folder. Results are appended to
+    `log_path` as JSON lines while the cells run, after `scrub` removed hidden-test and solution text from them.
     """
+    scrub = scrub or Scrubber(())
     log_path = Path(log_path)
     log_path.parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     deadline = started + limits.wall_s
     results: list[CellResult] = []
     events: list[str] = []
+    timings: dict[str, float] = {}
+    evidence = _Evidence(scrub)
     sandbox = Sandbox(limits, uid=uid, scratch=scratch)
-    km = kc = None
+    km = kc = channel = None
+    infrastructure = False
     with open(log_path, "w", encoding="utf-8") as log:
         def record(item: CellResult) -> None:
+            item.evalue, item.traceback, item.output = scrub(item.evalue), scrub(item.traceback), scrub(item.output)
             results.append(item)
             log.write(json.dumps(dataclasses.asdict(item)) + "\n")
             log.flush()
 
         try:
-            for name, data in (files or {}).items():
-                target = sandbox.work / name
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(data)
-            if sandbox.uid is not None:
-                subprocess.run(["chown", "-R", f"{sandbox.uid}:{sandbox.uid}", str(sandbox.work)], check=True)
+            key = new_key()
+            channel = Channel(_prepare(sandbox, files, key), key)
             km = _kernel_manager(sandbox)
+            timings["setup_s"] = time.monotonic() - started
             kernel_log = open(log_path.with_suffix(".kernel.log"), "wb")  # the kernel's raw fd 1/2 (capped by fsize)
             km.start_kernel(env=sandbox.env(), stdout=kernel_log, stderr=kernel_log, cwd=str(sandbox.work))
             kernel_log.close()
             kc = km.client()
             kc.start_channels()
+            runner = _Runner(km, kc, channel)
+            sealer = Sealer(key)
             try:
                 kc.wait_for_ready(timeout=limits.startup_s)
+                timings["kernel_s"] = time.monotonic() - started - timings["setup_s"]
+                seq, text = sealer.trigger(sealer.hello(library_modules(cells)))
+                hello = runner.execute(text, limits.startup_s, store_history=False,
+                                       until=lambda: channel.find("hello", seq) is not None)
+                if channel.find("hello", seq) is None:
+                    raise RuntimeError(f"the grading kernel did not answer the grader's hello ({hello['status']} "
+                                       f"{hello['ename']} {hello['evalue'][:200]})".strip())
             except RuntimeError as err:
-                events.append(f"the kernel did not start in the sandbox: {err}")
-                for index, cell in enumerate(cells):
-                    if cell["kind"] != "markdown":
-                        record(CellResult(index, cell["kind"], cell.get("grade_id"), "not_run",
-                                          evalue="kernel did not start"))
-                return {"results": [dataclasses.asdict(r) for r in results], "events": events,
-                        "infrastructure_error": True, "seconds": time.monotonic() - started,
-                        "mechanisms": sandbox.mechanisms}
-            runner = _Runner(km, kc, sandbox, deadline)
+                events.append(scrub(f"the kernel did not start in the sandbox: {err}"))
+                _not_run(cells, "kernel did not start", record)
+                infrastructure = True
+            timings["start_s"] = time.monotonic() - started - timings["setup_s"]
+            timings["hello_s"] = timings["start_s"] - timings.get("kernel_s", timings["start_s"])
             stopped = ""
-            for index, cell in enumerate(cells):
+            for index, cell in enumerate([] if infrastructure else cells):
                 if cell["kind"] == "markdown" or not cell["source"].strip():
                     continue
                 if stopped:
@@ -226,27 +341,19 @@ def run_notebook(cells: list[dict], limits: Limits, log_path: Path, uid: int | N
                     events.append(stopped)
                     record(CellResult(index, cell["kind"], cell.get("grade_id"), "not_run", evalue=stopped))
                     continue
-                canary = ""
                 if cell["kind"] == "test":
-                    for code, expected in _canaries():
-                        probe = runner.execute(code, min(10.0, remaining), store_history=False)
-                        if probe["status"] in ("died", "timeout"):
-                            break
-                        nonce_seen = "canary-" in (probe["evalue"] + probe["traceback"])
-                        if probe["status"] != "error" or probe["ename"] != expected or not nonce_seen:
-                            canary = (f"`{code.split('(')[0][:40]}...` should fail with {expected} but the kernel "
-                                      f"reported {probe['status']} {probe['ename']}".strip())
-                            break
-                out = runner.execute(cell["source"], min(limits.cell_s, deadline - time.monotonic()))
-                item = CellResult(index, cell["kind"], cell.get("grade_id"), out["status"], out["ename"],
-                                  out["evalue"][:TEXT_CAP], out["traceback"], out["output"],
-                                  out["output_bytes"], round(out["seconds"], 3), canary)
-                if out["status"] == "died":
+                    item = _run_test(runner, sealer, channel, evidence, cells, index, limits, deadline, scrub)
+                else:
+                    out = runner.execute(cell["source"], min(limits.cell_s, remaining))
+                    item = CellResult(index, cell["kind"], cell.get("grade_id"), out["status"], out["ename"],
+                                      out["evalue"][:TEXT_CAP], out["traceback"], out["output"],
+                                      out["output_bytes"], round(out["seconds"], 3))
+                if item.status == "died":
                     reason = _death_reason(sandbox, km)
                     item.evalue = reason
                     stopped = f"kernel died at {_label(index, cell)}: {reason}"
                     events.append(stopped)
-                elif out["status"] == "timeout":
+                elif item.status == "timeout":
                     wall = deadline - time.monotonic() <= 0
                     stopped = (f"notebook time limit ({limits.wall_s:g} s) reached in {_label(index, cell)}" if wall
                                else f"{_label(index, cell)} ran past its time limit ({limits.cell_s:g} s)")
@@ -255,7 +362,9 @@ def run_notebook(cells: list[dict], limits: Limits, log_path: Path, uid: int | N
                 record(item)
                 if stopped and km.is_alive():
                     km.shutdown_kernel(now=True)
+            timings["cells_s"] = time.monotonic() - started - timings["setup_s"] - timings["start_s"]
         finally:
+            teardown = time.monotonic()
             peak = sandbox.peak_memory_mb()
             if kc is not None:
                 kc.stop_channels()
@@ -266,6 +375,89 @@ def run_notebook(cells: list[dict], limits: Limits, log_path: Path, uid: int | N
                 except Exception:  # noqa: BLE001 (the sandbox cleanup below kills what is left)
                     pass
                 km.cleanup_resources() if hasattr(km, "cleanup_resources") else None
+            if channel is not None:
+                channel.poll()
+                channel.close()
+                evidence.from_channel(channel)
+            for path in startup_files(sandbox.work):
+                evidence.flag(f"tried to change the kernel's startup files: left ~/{path} in its home")
             sandbox.cleanup()
-    return {"results": [dataclasses.asdict(r) for r in results], "events": events, "infrastructure_error": False,
-            "seconds": time.monotonic() - started, "mechanisms": sandbox.mechanisms, "peak_memory_mb": peak}
+            _scrub_kernel_log(log_path.with_suffix(".kernel.log"), scrub)
+            timings["teardown_s"] = time.monotonic() - teardown
+    return {"results": [dataclasses.asdict(r) for r in results], "events": events,
+            "infrastructure_error": infrastructure, "flags": evidence.flags,
+            "seconds": time.monotonic() - started, "mechanisms": sandbox.mechanisms, "peak_memory_mb": peak,
+            "timings": {k: round(v, 3) for k, v in timings.items()}}
+
+
+def _run_test(runner: _Runner, sealer: Sealer, channel: Channel, evidence: _Evidence, cells: list[dict],
+              index: int, limits: Limits, deadline: float, scrub: Scrubber) -> CellResult:
+    """One test cell: three probes that must fail, then the test; the result comes from the signed records."""
+    cell = cells[index]
+    label = cell.get("grade_id") or f"cell {index + 1}"
+    try:
+        payload = sealer.test(cell["source"], index, label, trusted_before(cells, index))
+    except SyntaxError as err:  # the instructor's test does not parse: a harness bug, never the student's
+        return CellResult(index, "test", cell.get("grade_id"), "error", "HarnessError",
+                          f"bug in the test harness, not in your code: the test does not compile ({err.msg}, "
+                          f"line {err.lineno})")
+    size = sealer.size(payload)
+    problems: list[str] = []
+    for probe in sealer.probes(index, label):
+        seq, text = sealer.trigger(probe, size)
+        remaining = deadline - time.monotonic()
+        out = runner.execute(text, min(PROBE_SECONDS, max(remaining, 0.1)), store_history=False,
+                             until=lambda: channel.find("end", seq) is not None,
+                             begun=lambda: channel.find("start", seq) is not None)
+        verdict = channel.find("verdict", seq)
+        evidence.check_reply(f"a probe before {label}", out["reply"], verdict)
+        if out["status"] == "died":
+            return CellResult(index, "test", cell.get("grade_id"), "died", seconds=round(out["seconds"], 3))
+        if verdict is None:
+            late = f" (it ran past {PROBE_SECONDS:g} s)" if out["status"] == "timeout" else ""
+            problems.append("a probe gave no verdict" + late)
+        elif verdict.get("status") != "err":
+            problems.append("a probe that must fail passed (the checking machinery was changed)")
+        if problems:
+            break
+    remaining = deadline - time.monotonic()
+    seq, text = sealer.trigger(payload)
+    out = runner.execute(text, min(limits.cell_s, max(remaining, 0.1)), store_history=False,
+                         until=lambda: channel.find("end", seq) is not None,
+                         begun=lambda: channel.find("start", seq) is not None)
+    verdict = channel.find("verdict", seq)
+    evidence.check_reply(label, out["reply"], verdict)
+    item = CellResult(index, "test", cell.get("grade_id"), out["status"], output=out["output"],
+                      output_bytes=out["output_bytes"], seconds=round(out["seconds"], 3), canary="; ".join(problems))
+    if out["status"] in ("died", "timeout"):
+        return item
+    if verdict is None:
+        item.status = "no_verdict"
+        item.evalue = "the kernel gave no signed verdict for this test (its execution machinery did not run it)"
+        evidence.flag(f"{label}: the test gave no verdict (the kernel did not run it as sent)")
+        return item
+    item.status = "ok" if verdict.get("status") == "ok" else "error"
+    item.tamper = str(verdict.get("tamper", ""))
+    if item.status == "error":
+        detail = _detail(channel, seq, scrub)
+        item.ename = str(detail.get("ename", "Error"))[:200]
+        item.evalue = str(detail.get("evalue", ""))[:TEXT_CAP]
+        item.line = int(detail.get("line", 0) or 0)
+        item.frames = [f for f in detail.get("frames", []) if isinstance(f, list) and len(f) == 4][-12:]
+        if verdict.get("status") == "none":
+            item.evalue = "the test ended without a verdict"
+    return item
+
+
+def _scrub_kernel_log(path: Path, scrub: Scrubber) -> None:
+    """Keep the last 256 KB of the kernel's raw output, scrubbed (it may hold whatever the student printed)."""
+    try:
+        size = path.stat().st_size
+        with open(path, "rb") as handle:
+            if size > _KERNEL_LOG_CAP:
+                handle.seek(size - _KERNEL_LOG_CAP)
+            text = handle.read().decode("utf-8", "replace")
+        path.write_text(scrub(text), encoding="utf-8")
+    except OSError:
+        pass
+

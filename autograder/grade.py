@@ -24,9 +24,9 @@ from typing import Callable, Iterable
 from .assemble import GradedCell, assemble, load_master
 from .intake import Submission, find_submissions, load_roster
 from .sandbox import Limits
+from .scrub import Scrubber, secret_lines
 
 REPO = Path(__file__).resolve().parent.parent
-_UID_BASE = 200000
 
 
 @dataclasses.dataclass
@@ -37,6 +37,7 @@ class Unit:
     master: list
     release: dict | None
     files: dict[str, bytes]
+    scrubber: Scrubber = dataclasses.field(default_factory=lambda: Scrubber(()))
 
 
 def load_unit(unit: str, source: Path | None = None, release: Path | None = None) -> Unit:
@@ -63,7 +64,12 @@ def load_unit(unit: str, source: Path | None = None, release: Path | None = None
                     part.startswith(".") for part in rel.parts) and path.suffix != ".ipynb"
                     and path.stat().st_size < 64 * 2**20):
                 files[str(rel)] = path.read_bytes()
-    return Unit(unit, master, release_nb, files)
+    public = []
+    for cell in release_nb.get("cells", []):
+        source = cell.get("source", "")
+        public += ("".join(source) if isinstance(source, list) else source).splitlines()
+    scrubber = Scrubber(secret_lines(c.source for c in master if c.kind in ("solution", "test", "manual")), public)
+    return Unit(unit, master, release_nb, files, scrubber)
 
 
 def make_job(unit: Unit, submission: Submission, limits: Limits, log_dir: Path) -> dict:
@@ -76,9 +82,11 @@ def make_job(unit: Unit, submission: Submission, limits: Limits, log_dir: Path) 
     findings = [str(f) for f in scan_cells(labelled)]
     findings += [f"upload ships `{name}`, which would shadow the module `{shadowed_module(name)}` (not used)"
                  for name in submission.shipped if shadowed_module(name)]
+    findings += submission.flags
     return {"student": submission.student, "cells": [dataclasses.asdict(c) for c in cells],
             "notes": submission.notes + notes, "findings": findings, "limits": dataclasses.asdict(limits),
-            "log_path": str(Path(log_dir) / f"{submission.student}.jsonl"), "files": unit.files}
+            "log_path": str(Path(log_dir) / f"{submission.student}.jsonl"), "files": unit.files,
+            "scrub": unit.scrubber.spec()}
 
 
 def grade_one(job: dict) -> dict:
@@ -87,15 +95,15 @@ def grade_one(job: dict) -> dict:
     from .scoring import score
 
     cells = [GradedCell(**{**c, "hidden": tuple(c["hidden"]) if c.get("hidden") else None}) for c in job["cells"]]
+    scrub = Scrubber.from_spec(job.get("scrub"))
     started = time.monotonic()
     try:
-        uid = _UID_BASE + os.getpid() % 100000
-        run = run_notebook(job["cells"], Limits(**job["limits"]), Path(job["log_path"]), uid=uid,
-                           files=job.get("files"))
+        run = run_notebook(job["cells"], Limits(**job["limits"]), Path(job["log_path"]), files=job.get("files"),
+                           scrub=scrub)
     except Exception as err:  # noqa: BLE001 (reported per student, the batch goes on)
         run = {"results": [], "events": [f"grader failure: {type(err).__name__}: {err}"],
                "infrastructure_error": True, "seconds": time.monotonic() - started}
-    record = score(job["student"], cells, run, job["findings"], job["notes"])
+    record = scrub.deep(score(job["student"], cells, run, job["findings"], job["notes"]))
     if job.get("gradebook"):  # this worker's own gradebook, merged into the course's at the end
         from .report import record_in_worker_gradebook
 
@@ -180,13 +188,13 @@ def grade(unit: str, submissions: Path, out: Path, roster: Path | None = None, w
     jobs, records = [], []
     for sub in found.values():
         if sub.status != "ok":
-            records.append(_intake_record(sub, loaded))
+            records.append(loaded.scrubber.deep(_intake_record(sub, loaded)))
             continue
         try:
             job = make_job(loaded, sub, limits, log_dir)
         except Exception as err:  # noqa: BLE001 (a notebook the assembler cannot read is that student's error)
             sub.status, sub.message = "error", f"could not assemble the notebook: {type(err).__name__}: {err}"
-            records.append(_intake_record(sub, loaded))
+            records.append(loaded.scrubber.deep(_intake_record(sub, loaded)))
             continue
         job["origin"] = sub.origin
         jobs.append(job)

@@ -1,19 +1,28 @@
 """Intake: find each student's submission, take only the expected notebook, check it, restore grading metadata.
 
 Accepts an nbgrader `submitted/` tree (`<student>/<unit>/<unit>.ipynb`) or a folder of LMS uploads (one
-`.ipynb`, `.zip` or folder per student, named by the student id, optionally followed by `_anything`). Only the
-notebook reaches the grader; no other file a student shipped does. A submission that cannot be graded gets a
-status and a message, never a silent zero.
+`.ipynb`, zip or tar archive, or folder per student, named by the student id, optionally followed by
+`_anything`). Only the notebook reaches the grader; no other file a student shipped does. A submission that cannot
+be graded gets a status and a message, never a silent zero.
+
+Only the student's own files are graded: a symbolic link anywhere between the submissions folder and the notebook
+(the student's folder, the unit folder, the notebook) or anywhere inside the student's upload is refused for that
+student, as is a notebook whose real path leaves the submissions folder, and an archive with links, absolute paths
+or `..` in it. A notebook with more than one hard link, and notebooks byte-identical across students, are graded
+but flagged for review.
 """
 from __future__ import annotations
 
 import csv
 import dataclasses
+import hashlib
 import io
 import json
+import os
 import re
-import zipfile
 from pathlib import Path
+
+from .archives import ARCHIVE_SUFFIXES, UnsafeArchive, is_archive, members, read_member
 
 MAX_NOTEBOOK_BYTES = 64 * 1024 * 1024
 _ID_CHARS = re.compile(r"[^A-Za-z0-9._@+-]")
@@ -31,6 +40,8 @@ class Submission:
     origin: str = ""
     notes: list[str] = dataclasses.field(default_factory=list)
     shipped: list[str] = dataclasses.field(default_factory=list)  # other files in the upload (never used)
+    flags: list[str] = dataclasses.field(default_factory=list)    # graded, but an instructor should look
+    digest: str = ""                                              # sha256 of the notebook's bytes
 
 
 def safe_id(raw: str) -> str:
@@ -112,42 +123,112 @@ def parse_notebook(data: bytes) -> tuple[dict | None, str]:
     return nb, ""
 
 
-def _read_upload(path: Path, unit: str, shipped: list[str]) -> tuple[bytes | None, str, str]:
-    """(notebook bytes, origin, note or error) from one upload: a notebook, a zip or a folder.
+def _link_on_path(root: Path, path: Path) -> str | None:
+    """The first component from `root` down to `path` that is a symbolic link (relative to root), or None."""
+    current = root
+    for part in path.relative_to(root).parts:
+        current = current / part
+        if current.is_symlink():
+            return str(current.relative_to(root))
+    return None
 
-    The names of the upload's other files are appended to `shipped` (they are never copied anywhere).
-    """
+
+def _links_inside(folder: Path) -> list[str]:
+    """Symbolic links anywhere under `folder` (never followed), relative to it."""
+    found = []
+    for here, dirs, files in os.walk(folder, followlinks=False):
+        for name in dirs + files:
+            if os.path.islink(os.path.join(here, name)):
+                found.append(str(Path(here, name).relative_to(folder)))
+    return sorted(found)
+
+
+def _refusal(root: Path, path: Path) -> str:
+    """Why `path` (under `root`) is not the student's own files, or ''."""
+    link = _link_on_path(root, path)
+    if link:
+        target = os.readlink(root / link)
+        return (f"{link} is a symbolic link (to {target}); only the student's own files are graded: upload the "
+                "files themselves")
     if path.is_dir():
-        names = [str(p.relative_to(path)) for p in path.rglob("*") if p.is_file() or p.is_symlink()]
+        inside = _links_inside(path)
+        if inside:
+            return (f"the upload holds symbolic links ({', '.join(inside[:3])}); only the student's own files are "
+                    "graded: upload the files themselves")
+    return ""
+
+
+def _read_capped(path: Path) -> bytes:
+    with open(path, "rb") as handle:
+        return handle.read(MAX_NOTEBOOK_BYTES + 1)
+
+
+def _under(root: Path, path: Path) -> bool:
+    return os.path.realpath(path).startswith(os.path.realpath(root).rstrip("/") + "/")
+
+
+def _hard_link_flag(path: Path) -> list[str]:
+    links = os.lstat(path).st_nlink
+    return ([f"{path.name} has {links} hard links (the same file as another upload, or linked from elsewhere); "
+             "check whose work it is before trusting the grade"] if links > 1 else [])
+
+
+def _read_upload(path: Path, unit: str, shipped: list[str], root: Path,
+                 flags: list[str]) -> tuple[bytes | None, str, str]:
+    """(notebook bytes, origin, note or error) from one upload: a notebook, an archive or a folder.
+
+    The names of the upload's other files are appended to `shipped` (they are never copied anywhere); hard-link
+    findings to `flags`."""
+    refusal = _refusal(root, path)
+    if refusal:
+        return None, str(path), refusal
+    if path.is_dir():
+        names = [str(p.relative_to(path)) for p in path.rglob("*") if p.is_file()]
         chosen, note = _pick(names, unit)
         shipped.extend(n for n in names if n != chosen and not any(p in n for p in _IGNORED_PARTS))
         if chosen is None:
             return None, str(path), note
-        if (path / chosen).is_symlink():
-            return None, str(path), f"{chosen} is a symbolic link; upload the notebook file itself"
-        return (path / chosen).read_bytes(), str(path / chosen), note
-    if path.suffix == ".zip":
+        target = path / chosen
+        if not _under(root, target):
+            return None, str(path), f"{chosen} resolves outside the submissions folder; it is not the student's file"
+        flags.extend(_hard_link_flag(target))
+        return _read_capped(target), str(target), note
+    if is_archive(path):
         try:
-            with zipfile.ZipFile(path) as archive:
-                infos = {i.filename: i for i in archive.infolist() if not i.is_dir()}
-                chosen, note = _pick(list(infos), unit)
-                shipped.extend(n for n in infos if n != chosen and not any(p in n for p in _IGNORED_PARTS))
-                if chosen is None:
-                    return None, str(path), note + " in the zip"
-                if infos[chosen].file_size > MAX_NOTEBOOK_BYTES:
-                    return None, str(path), f"{chosen} in the zip is over {MAX_NOTEBOOK_BYTES // 2**20} MB"
-                with archive.open(infos[chosen]) as handle:
-                    return handle.read(MAX_NOTEBOOK_BYTES + 1), f"{path}:{chosen}", note
-        except (zipfile.BadZipFile, OSError, RuntimeError) as err:
-            return None, str(path), f"upload is not a readable zip file ({err})"
+            found = members(path)
+        except UnsafeArchive as err:
+            return None, str(path), str(err)
+        chosen, note = _pick(list(found), unit)
+        shipped.extend(n for n in found if n != chosen and not any(p in n for p in _IGNORED_PARTS))
+        if chosen is None:
+            return None, str(path), note + " in the archive"
+        if found[chosen] > MAX_NOTEBOOK_BYTES:
+            return None, str(path), f"{chosen} in the archive is over {MAX_NOTEBOOK_BYTES // 2**20} MB"
+        flags.extend(_hard_link_flag(path))
+        try:
+            return read_member(path, chosen, MAX_NOTEBOOK_BYTES), f"{path}:{chosen}", note
+        except (OSError, EOFError, ValueError, RuntimeError) as err:
+            return None, str(path), f"upload is not a readable archive ({err})"
     if path.suffix == ".ipynb":
-        return path.read_bytes(), str(path), ""
-    return None, str(path), f"upload {path.name} is neither a notebook, a zip nor a folder"
+        if not _under(root, path):
+            return None, str(path), "the notebook resolves outside the submissions folder; it is not the student's file"
+        flags.extend(_hard_link_flag(path))
+        return _read_capped(path), str(path), ""
+    return None, str(path), f"upload {path.name} is neither a notebook, an archive (zip/tar) nor a folder"
+
+
+def _stem(name: str) -> str:
+    """An upload's name without its notebook or archive suffix (`bo_2.tar.gz` -> `bo_2`)."""
+    low = name.lower()
+    for suffix in sorted((".ipynb",) + ARCHIVE_SUFFIXES, key=len, reverse=True):
+        if low.endswith(suffix):
+            return name[: -len(suffix)]
+    return name
 
 
 def _student_of(name: str, roster: list[str] | None) -> str:
     """The student id an LMS upload belongs to: the longest roster id it starts with, else its stem up to '_'."""
-    stem = name[: -len(Path(name).suffix)] if Path(name).suffix in (".ipynb", ".zip") else name
+    stem = _stem(name)
     if roster:
         matches = [r for r in roster if stem == r or re.match(re.escape(r) + r"[_\-. ]", stem)]
         if matches:
@@ -157,9 +238,11 @@ def _student_of(name: str, roster: list[str] | None) -> str:
 
 def find_submissions(root: Path, unit: str, roster: list[str] | None = None) -> dict[str, Submission]:
     """One Submission per student (roster first, in order, then unlisted submitters) from `root`."""
-    root = Path(root)
+    root = Path(os.path.realpath(root))  # the instructor's own folder may be a link; nothing below it may be
     if not root.is_dir():
         raise FileNotFoundError(f"submissions folder {root} does not exist")
+    if (root / "submitted").is_symlink():
+        raise ValueError(f"{root / 'submitted'} is a symbolic link; pass the real submissions folder instead")
     if (root / "submitted").is_dir():
         root = root / "submitted"
     entries = sorted(p for p in root.iterdir() if not p.name.startswith(".") and p.name not in _IGNORED_PARTS)
@@ -170,7 +253,7 @@ def find_submissions(root: Path, unit: str, roster: list[str] | None = None) -> 
             if entry.is_dir():
                 uploads.setdefault(safe_id(entry.name), []).append(entry / unit if (entry / unit).is_dir()
                                                                   else entry)
-        elif entry.is_dir() or entry.suffix in (".ipynb", ".zip"):
+        elif entry.is_dir() or entry.suffix == ".ipynb" or is_archive(entry):
             uploads.setdefault(_student_of(entry.name, roster), []).append(entry)
     students = list(roster or []) + sorted(s for s in uploads if not roster or s not in roster)
     found: dict[str, Submission] = {}
@@ -179,9 +262,10 @@ def find_submissions(root: Path, unit: str, roster: list[str] | None = None) -> 
         if not paths:
             found[student] = Submission(student, "missing", "no submission")
             continue
-        paths = sorted(paths, key=lambda p: p.stat().st_mtime)
+        paths = sorted(paths, key=lambda p: p.lstat().st_mtime)
         shipped: list[str] = []
-        data, origin, note = _read_upload(paths[-1], unit, shipped)
+        flags: list[str] = []
+        data, origin, note = _read_upload(paths[-1], unit, shipped, root, flags)
         notes = [note] if note and data is not None else []
         if shipped:
             notes.append(f"ignored {len(shipped)} other file(s) in the upload: {', '.join(sorted(shipped)[:5])}")
@@ -194,7 +278,23 @@ def find_submissions(root: Path, unit: str, roster: list[str] | None = None) -> 
         if nb is None:
             found[student] = Submission(student, "error", error, origin=origin, notes=notes)
         else:
-            found[student] = Submission(student, "ok", "", nb, origin, notes, shipped)
+            found[student] = Submission(student, "ok", "", nb, origin, notes, shipped, flags,
+                                        hashlib.sha256(data).hexdigest())
         if roster and student not in roster:
             found[student].notes.append("student is not on the roster")
+    _flag_identical(found)
     return found
+
+
+def _flag_identical(found: dict[str, Submission]) -> None:
+    """Flag every graded notebook that is byte-identical to another student's."""
+    by_digest: dict[str, list[str]] = {}
+    for sub in found.values():
+        if sub.status == "ok" and sub.digest:
+            by_digest.setdefault(sub.digest, []).append(sub.student)
+    for students in by_digest.values():
+        for student in students if len(students) > 1 else ():
+            others = [s for s in students if s != student]
+            found[student].flags.append(f"the notebook is byte-identical to the one of {', '.join(others[:5])}"
+                                        + (f" and {len(others) - 5} more" if len(others) > 5 else "")
+                                        + "; check whose work it is before trusting the grade")

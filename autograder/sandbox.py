@@ -4,8 +4,9 @@ Mechanisms, strongest first, each used when this machine has it (`probe()` says 
 - bubblewrap (Debian's `bwrap`): new mount/pid/net/ipc/uts namespaces; the kernel sees only the Python install,
   the venv, the `infopt` package (all read-only), its own writable folder and a fresh /tmp; no network; every
   process dies with the sandbox (`--die-with-parent` + pid namespace).
-- a separate unprivileged uid per worker (`setpriv`, when the grader runs as root), so RLIMIT_NPROC counts
-  only that submission's processes and the kernel cannot read files owned by the grader.
+- a separate unprivileged uid per sandbox (`setpriv`, when the grader runs as root), leased with a lock file so no
+  two live sandboxes on the machine share it (autograder/uids.py): RLIMIT_NPROC counts only that submission's
+  processes and the kernel cannot read files owned by the grader.
 - cgroups (v1 or v2, when writable): a memory cap (RSS, OOM kill reported) and a process cap; every process
   left in the group is killed at the end.
 - rlimits via `prlimit`: file size, CPU seconds, open files, processes; address space when there is no memory cgroup.
@@ -22,6 +23,8 @@ import sys
 import time
 import uuid
 from pathlib import Path
+
+from .uids import UidLease, lease_uid
 
 _CGROOT = Path("/sys/fs/cgroup")
 _SYSTEM_DIRS = ("/usr", "/etc")
@@ -115,6 +118,7 @@ class Sandbox:
 
     def __init__(self, limits: Limits, uid: int | None = None, scratch: Path | None = None,
                  require_isolation: bool = False) -> None:
+        """Make the folders and cgroups; `uid` None (the normal case) leases a uid no other live sandbox has."""
         self.limits = limits
         self.mechanisms = probe()
         if require_isolation and self.mechanisms["bwrap"] != "yes":
@@ -124,7 +128,14 @@ class Sandbox:
         self.run_dir = self.root / "run"
         self.work.mkdir(parents=True)
         self.run_dir.mkdir()
-        self.uid = uid if (uid is not None and self.mechanisms["uid"] == "yes") else None
+        self.lease: UidLease | None = None
+        if self.mechanisms["uid"] != "yes":
+            self.uid = None
+        elif uid is not None:
+            self.uid = uid
+        else:
+            self.lease = lease_uid()
+            self.uid = self.lease.uid
         self.root.chmod(0o755)
         for path in (self.work, self.run_dir):
             path.chmod(0o700)
@@ -211,7 +222,7 @@ class Sandbox:
             time.sleep(0.05)
 
     def cleanup(self) -> None:
-        """Kill what is left, remove the cgroups and the sandbox's folders."""
+        """Kill what is left, remove the cgroups and the sandbox's folders, give the uid back."""
         self.kill_all()
         for group in self.cgroups:
             for _ in range(40):
@@ -221,6 +232,9 @@ class Sandbox:
                 except OSError:
                     time.sleep(0.05)
         shutil.rmtree(self.root, ignore_errors=True)
+        if self.lease is not None:
+            self.lease.release()
+            self.lease = None
 
     # --- the command line ---------------------------------------------------------------------------------
     def env(self) -> dict[str, str]:
@@ -229,7 +243,7 @@ class Sandbox:
         return {
             "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
             "HOME": self.home, "TMPDIR": tmp, "IPYTHONDIR": f"{tmp}/.ipython", "MPLCONFIGDIR": f"{tmp}/.mpl",
-            "JUPYTER_RUNTIME_DIR": f"{tmp}/.jupyter", "PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1",
+            "JUPYTER_RUNTIME_DIR": f"{tmp}/.jupyter-runtime", "PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1",
             "PYTHONPATH": str(Path(_infopt_dir()).parent), "LANG": "C.UTF-8", "MPLBACKEND": "Agg",
             "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
             "TORCH_NUM_THREADS": "1", "INFOPT_GRADING": "1",

@@ -1,7 +1,10 @@
 """Turn one submission's per-cell results into scores, statuses and messages a student and an instructor can act on.
 
-A test cell earns its points when its execute reply is ok, whatever it printed to stderr. A failure's message
-is the exception's name and text (infopt.grading writes them for students), never the hidden tests' source.
+A test cell earns its points when the kernel's signer signed an ok verdict for it (autograder/executor.py),
+whatever it printed to stderr, unless a probe before it passed or the checking machinery had changed (then it is not
+counted and the submission is flagged). A failure's message is the test line it surfaced on (or "a hidden test
+failed"), the exception's name and text, and where in the student's own code it was raised: never a frame of the
+tests or the library, never the hidden tests' source.
 """
 from __future__ import annotations
 
@@ -13,8 +16,23 @@ _CELL_FRAME = re.compile(r"Cell In\[\d+\], line (\d+)")
 MESSAGE_CAP = 1500
 
 
-def failure_message(cell: GradedCell, result: dict) -> str:
-    """What went wrong in a test cell, for the student: error name and text, and whether a hidden test failed."""
+def own_lines(cells: list[GradedCell]) -> frozenset[str]:
+    """The stripped lines of the cells the student wrote (a traceback frame on one of them is the student's)."""
+    return frozenset(line.strip() for c in cells if c.author == "student" and c.kind != "markdown"
+                     for line in c.source.splitlines() if line.strip())
+
+
+def _own_frame(result: dict, mine: frozenset[str]) -> str:
+    """Where in the student's own code the error was raised (the deepest such frame), or ''."""
+    for frame in reversed(result.get("frames") or []):
+        path, line, function, text = (list(frame) + ["", 0, "", ""])[:4]
+        if text and str(text).strip() in mine and not str(path).startswith("<grading"):
+            return f"raised in your code, in {str(function)[:60]}() at `{str(text).strip()[:150]}`"
+    return ""
+
+
+def failure_message(cell: GradedCell, result: dict, mine: frozenset[str] = frozenset()) -> str:
+    """What went wrong in a test cell, for the student: where in the test, the error, where in their own code."""
     status = result.get("status")
     if status == "not_run":
         return f"not run: {result.get('evalue') or 'an earlier problem stopped the notebook'}"
@@ -22,25 +40,31 @@ def failure_message(cell: GradedCell, result: dict) -> str:
         return result.get("evalue") or "time limit reached"
     if status == "died":
         return f"the kernel died while running this test ({result.get('evalue')})"
+    if status == "no_verdict":
+        return f"no verdict: {result.get('evalue') or 'the kernel did not run the test as sent'}"
     ename, evalue = result.get("ename") or "Error", (result.get("evalue") or "").strip()
+    line = int(result.get("line") or 0)
+    if not line:
+        match = _CELL_FRAME.search(result.get("traceback", ""))
+        line = int(match.group(1)) if match else 0
     where = ""
-    match = _CELL_FRAME.search(result.get("traceback", ""))
-    if match:
-        line = int(match.group(1))
-        lines = cell.source.splitlines()
-        if cell.hidden and cell.hidden[0] <= line <= cell.hidden[1]:
-            where = "a hidden test failed"
-        elif 0 < line <= len(lines):
-            where = f"line {line}: `{lines[line - 1].strip()[:150]}`"
+    lines = cell.source.splitlines()
+    if line and cell.hidden and cell.hidden[0] <= line <= cell.hidden[1]:
+        where = "a hidden test failed"
+    elif 0 < line <= len(lines):
+        where = f"line {line}: `{lines[line - 1].strip()[:150]}`"
     text = f"{ename}: {evalue}" if evalue else f"{ename} (no message)"
     if len(text) > MESSAGE_CAP:
         text = text[:MESSAGE_CAP] + " …"
-    return f"{where} — {text}" if where else text
+    text = " — ".join(filter(None, [where, text]))
+    own = _own_frame(result, mine)
+    return f"{text}\n{own}" if own else text
 
 
 def score(student: str, cells: list[GradedCell], run: dict, findings: list[str], notes: list[str]) -> dict:
     """The grade record of one student: status, totals, per-exercise and per-test results, reason, flags."""
     by_index = {r["index"]: r for r in run.get("results", [])}
+    mine = own_lines(cells)
     tests, exercises = [], {}
     harness, untrusted = [], []
     for index, cell in enumerate(cells):
@@ -55,13 +79,18 @@ def score(student: str, cells: list[GradedCell], run: dict, findings: list[str],
             entry["status"] = "untrusted"
             entry["message"] = ("not counted: before this test the kernel stopped reporting failures "
                                 f"({result['canary']})")
-            untrusted.append(f"{cell.grade_id}: {result['canary']}")
+            untrusted.append(f"canary failed before {cell.grade_id}: {result['canary']}")
+        elif result.get("tamper"):
+            entry["status"] = "untrusted"
+            entry["message"] = ("not counted: the checking machinery was changed before this test's verdict "
+                                f"({result['tamper']})")
+            untrusted.append(f"{cell.grade_id}: changed the checking machinery ({result['tamper']})")
         elif passed:
             entry["points"] = cell.points
         else:
-            entry["status"] = {"not_run": "not_run", "timeout": "timed_out", "died": "kernel_died"}.get(
-                result["status"], "fail")
-            entry["message"] = failure_message(cell, result)
+            entry["status"] = {"not_run": "not_run", "timeout": "timed_out", "died": "kernel_died",
+                               "no_verdict": "no_verdict"}.get(result["status"], "fail")
+            entry["message"] = failure_message(cell, result, mine)
             if result.get("ename") == "HarnessError":
                 entry["status"] = "harness_error"
                 harness.append(cell.grade_id)
@@ -69,7 +98,7 @@ def score(student: str, cells: list[GradedCell], run: dict, findings: list[str],
         ex = exercises.setdefault(exercise, {"score": 0.0, "max": 0.0})
         ex["score"] += entry["points"]
         ex["max"] += cell.points
-    flags = list(findings) + [f"canary failed before {u}" for u in untrusted]
+    flags = list(findings) + untrusted + [f for f in run.get("flags", []) if f not in findings]
     events = list(run.get("events", []))
     if run.get("infrastructure_error"):
         status, reason = "error", "; ".join(events) or "the grader could not run this notebook"
@@ -86,4 +115,4 @@ def score(student: str, cells: list[GradedCell], run: dict, findings: list[str],
             "max_total": sum(e["max"] for e in exercises.values()),
             "exercises": exercises, "tests": tests, "flags": flags, "notes": list(notes), "events": events,
             "seconds": round(run.get("seconds", 0.0), 3), "peak_memory_mb": run.get("peak_memory_mb"),
-            "mechanisms": run.get("mechanisms", {})}
+            "mechanisms": run.get("mechanisms", {}), "timings": run.get("timings", {})}

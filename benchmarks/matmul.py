@@ -59,7 +59,7 @@ def _peers(a: np.ndarray, b: np.ndarray) -> dict:
 
 def bench_size(n: int, repeats: int, rng: np.random.Generator) -> tuple[dict[str, float], dict[str, list[float]]]:
     """GFLOP/s (median) of every variant at n x n x n, verified against numpy first, and the raw samples."""
-    from infopt.codegen.matmul_ladder import RUNGS, matmul_rung
+    from infopt.schedule.matmul_ladder import RUNGS, matmul_rung
     from infopt.runtime import interleaved
 
     a = rng.standard_normal((n, n), dtype=np.float32)

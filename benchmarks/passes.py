@@ -33,7 +33,7 @@ def measure(repeats: int) -> dict:
     from infopt.models import resnet18_onnx, resnet50_onnx
     from infopt.passes import default_pipeline, plan_memory
     from infopt.passes.export import export_onnx
-    from infopt.passes.ort_check import ort_kernel_count, ort_run, ort_session
+    from infopt.runtime.onnxruntime_session import ort_kernel_count, ort_run, ort_session
     from infopt.passes.rewrite import max_relative_error
 
     original = resnet18_onnx(do_constant_folding=False)
@@ -107,7 +107,7 @@ def measure_horizontal(repeats: int, shapes: tuple[tuple[int, int], ...] = ((1, 
     from infopt.models import qkv_projections
     from infopt.passes import HorizontalFusion
     from infopt.passes.export import export_onnx
-    from infopt.passes.ort_check import ort_session
+    from infopt.runtime.onnxruntime_session import ort_session
     from infopt.runtime.timing import interleaved, paired_ratio
 
     rng = np.random.default_rng(1)

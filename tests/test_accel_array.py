@@ -5,7 +5,7 @@ import pytest
 from infopt.accel import AccelConfig, AccelError, run_tile, tile_cycles
 
 
-def _operands(rng, m, k, n, dtype):
+def _operands(rng, m, n, k, dtype):
     if dtype == "int8":
         a = rng.integers(-128, 128, (m, k), dtype=np.int8)
         b = rng.integers(-128, 128, (k, n), dtype=np.int8)
@@ -19,8 +19,8 @@ def _random_tile(rng, cfg):
     R, C = cfg.rows, cfg.cols
     n = int(rng.integers(1, C + 1))
     if cfg.dataflow == "ws":
-        return int(rng.integers(1, 12)), int(rng.integers(1, R + 1)), n
-    return int(rng.integers(1, R + 1)), int(rng.integers(1, 12)), n
+        return int(rng.integers(1, 12)), n, int(rng.integers(1, R + 1))
+    return int(rng.integers(1, R + 1)), n, int(rng.integers(1, 12))
 
 
 @pytest.mark.parametrize("dataflow", ["ws", "os"])
@@ -29,18 +29,19 @@ def test_vector_and_trace_match_numpy_and_formula(dataflow, dtype):
     rng = np.random.default_rng()
     for _ in range(6):
         cfg = AccelConfig(int(rng.integers(1, 6)), int(rng.integers(1, 6)), dataflow, dtype)
-        m, k, n = _random_tile(rng, cfg)
-        a, b, ref = _operands(rng, m, k, n, dtype)
+        m, n, k = _random_tile(rng, cfg)
+        a, b, ref = _operands(rng, m, n, k, dtype)
         vec = run_tile(a, b, cfg, "vector")
         tr = run_tile(a, b, cfg, "trace")
         assert vec.out.dtype == cfg.acc_dtype and vec.out.shape == (m, n)
-        assert np.array_equal(vec.out, tr.out), f"modes differ for {cfg} m={m} k={k} n={n}"
+        assert np.array_equal(vec.out, tr.out), f"modes differ for {cfg} m={m} n={n} k={k}"
         if dtype == "int8":
             assert np.array_equal(vec.out, ref)
         else:
             np.testing.assert_allclose(vec.out, ref, rtol=1e-5, atol=1e-5)
-        assert vec.cycles == tr.cycles == tile_cycles(cfg, m, k, n)
-        assert vec.macs == tr.trace.active.sum() == m * k * n
+        assert vec.cycles == tr.cycles == tile_cycles(m, n, k, cfg)
+        assert vec.macs == tr.trace.active.sum() == m * n * k
+        assert tr.trace.shape == (m, n, k)
 
 
 def test_int8_accumulates_in_int32_with_wraparound():
@@ -55,14 +56,15 @@ def test_trace_schedule_of_one_pe():
     rng = np.random.default_rng()
     R, C, m = 3, 4, 5
     cfg = AccelConfig(R, C, "ws", "float32")
-    a, b, _ = _operands(rng, m, R, C, "float32")
+    a, b, _ = _operands(rng, m, C, R, "float32")
     tr = run_tile(a, b, cfg, "trace").trace
     i, j = int(rng.integers(R)), int(rng.integers(C))
-    assert tr.pe_schedule(i, j) == [(R + mm + i + j, mm, i, j) for mm in range(m)]
+    # (cycle, m, n, k): in ws, PE(i, j) holds B[i, j], so it adds A[mm, i] * B[i, j] into C[mm, j]
+    assert tr.pe_schedule(i, j) == [(R + mm + i + j, mm, j, i) for mm in range(m)]
     cfg = AccelConfig(R, C, "os", "float32")
-    a, b, _ = _operands(rng, R, 6, C, "float32")
+    a, b, _ = _operands(rng, R, C, 6, "float32")
     tr = run_tile(a, b, cfg, "trace").trace
-    assert tr.pe_schedule(i, j) == [(s + i + j, i, s, j) for s in range(6)]
+    assert tr.pe_schedule(i, j) == [(s + i + j, i, j, s) for s in range(6)]
     assert 0 < tr.utilization() < 1 and tr.a.shape == (tr.cycles, R, C)
 
 

@@ -93,7 +93,7 @@ def test_digits_models_end_to_end(digits_graphs, model, dataflow):
     rows = rep.table()
     assert len(rows) == (3 if model == "mlp" else 4)
     for r in rows:  # each layer's cycles are the driver's analytic count for its matmul
-        assert r["cycles"] == matmul_cycles(r["M"], r["K"], r["N"], cfg, bias=True)
+        assert r["cycles"] == matmul_cycles(r["M"], r["N"], r["K"], cfg, bias=True)
     assert "total" in rep.format()
 
 

@@ -1,9 +1,8 @@
 """Kernel IR: construction, printing, verification errors that name the statement, rewrites."""
-import numpy as np
 import pytest
 
-from infopt.codegen import Assign, Buffer, Kernel, KernelError, Store, Var, cmp, If, loop, maximum, verify_kernel
-from infopt.codegen.rewrite import assigned_scalars, find_loop, map_loops, substitute_stmt
+from infopt.codegen import Assign, Buffer, If, Kernel, KernelError, Store, Var, cmp, loop, verify_kernel
+from infopt.codegen.walk import assigned_scalars, find_loop, map_loops, substitute_stmt
 
 
 def _matvec(n=8, m=5):

@@ -1,6 +1,9 @@
-"""The grader end to end on the toy unit: the whole adversarial set in one batch, outputs, the CLI and Dask paths."""
+"""The grader end to end on two fast units (the grader's toy unit and the notebook pipeline's fixture unit): the whole
+adversarial set plus every stored wrong answer in one batch per unit, the leak property over every output, the CLI
+and Dask paths."""
 import csv
 import hashlib
+import html
 import json
 import os
 import sqlite3
@@ -11,12 +14,17 @@ import pytest
 from autograder.assemble import release_notebook
 from autograder.grade import grade, load_unit, main
 from autograder.sandbox import Limits
-from tests.grader_fixtures.adversarial import CASES, DETACHED_MARKER, expected_score, materialize
+from tests.grader_fixtures.adversarial import (CONTROL, DETACHED_MARKER, TAMPER_ON_WRONG_CODE, cases_for,
+                                               expected_score, materialize)
+from tests.grader_fixtures.leaks import grader_lines, leaked_lines
 
 pytestmark = pytest.mark.xdist_group("grader")
 REPO = Path(__file__).resolve().parent.parent
 TOY = Path(__file__).parent / "grader_fixtures" / "toy_unit" / "toy_unit.py"
+FIXTURE = Path(__file__).parent / "notebooks" / "fixtures" / "solutions" / "00_fixture" / "00_fixture.py"
+UNITS = {"toy_unit": TOY, "00_fixture": FIXTURE}
 LIMITS = Limits(memory_mb=400, pids=64, file_mb=16, cpu_s=30, wall_s=30.0, cell_s=6.0)
+CASES = {name: cases_for(source.parent / "wrong") for name, source in UNITS.items()}
 
 
 def snapshot(*roots: Path) -> dict[str, str]:
@@ -40,31 +48,59 @@ def surviving(marker: str) -> list[str]:
     return alive
 
 
-@pytest.fixture(scope="module")
-def batch(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("adversarial")
-    unit = load_unit("toy_unit", TOY)
+def _grade_batch(name: str, tmp_path_factory) -> dict:
+    """Grade every case of unit `name` in one run; what the tests below read."""
+    source = UNITS[name]
+    folder = tmp_path_factory.mktemp(f"adversarial-{name}")
+    unit = load_unit(name, source)
     # A decoy course on the host (solutions, release, gradebook) for the hostile code to aim at: other people may
     # edit the real solutions/ while this runs, nobody edits the decoy.
     decoy = folder / "decoy"
-    (decoy / "solutions" / "toy_unit").mkdir(parents=True)
-    (decoy / "solutions" / "toy_unit" / "toy_unit.py").write_bytes(TOY.read_bytes())
-    (decoy / "course" / "toy_unit").mkdir(parents=True)
-    (decoy / "course" / "toy_unit" / "toy_unit.ipynb").write_text(json.dumps(unit.release))
+    (decoy / "solutions" / name).mkdir(parents=True)
+    (decoy / "solutions" / name / f"{name}.py").write_bytes(source.read_bytes())
+    (decoy / "course" / name).mkdir(parents=True)
+    (decoy / "course" / name / f"{name}.ipynb").write_text(json.dumps(unit.release))
     (decoy / "gradebook.db").write_bytes(b"decoy gradebook")
     (decoy / "autograder").mkdir()
     (decoy / "autograder" / "grade.py").write_text("# decoy")
-    roster = materialize(unit.master, "toy_unit", folder, decoy)
-    protected = (decoy, TOY.parent)
+    roster = materialize(unit.master, name, folder, decoy, CASES[name])
+    protected = (decoy, source.parent)
     before = snapshot(*protected)
-    records = grade("toy_unit", folder / "uploads", folder / "out", roster, workers=2, limits=LIMITS, source=TOY,
+    records = grade(name, folder / "uploads", folder / "out", roster, workers=2, limits=LIMITS, source=source,
                     quiet=True)
-    return {"unit": unit, "records": {r["student"]: r for r in records}, "order": [r["student"] for r in records],
-            "out": folder / "out", "before": before, "after": snapshot(*protected)}
+    return {"name": name, "unit": unit, "records": {r["student"]: r for r in records},
+            "order": [r["student"] for r in records], "out": folder / "out", "before": before,
+            "after": snapshot(*protected)}
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.student for c in CASES])
-def test_each_case_gets_its_status_and_score(batch, case):
+@pytest.fixture(scope="module")
+def toy_batch(tmp_path_factory):
+    return _grade_batch("toy_unit", tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def fixture_batch(tmp_path_factory):
+    return _grade_batch("00_fixture", tmp_path_factory)
+
+
+@pytest.fixture(scope="module", params=list(UNITS))
+def batch(request):
+    """Each unit's batch in turn (graded once per module)."""
+    return request.getfixturevalue("toy_batch" if request.param == "toy_unit" else "fixture_batch")
+
+
+@pytest.mark.parametrize("case", CASES["toy_unit"], ids=[c.student for c in CASES["toy_unit"]])
+def test_each_toy_unit_case_gets_its_status_and_score(toy_batch, case):
+    check_case(toy_batch, case)
+
+
+@pytest.mark.parametrize("case", CASES["00_fixture"], ids=[c.student for c in CASES["00_fixture"]])
+def test_each_fixture_unit_case_gets_its_status_and_score(fixture_batch, case):
+    check_case(fixture_batch, case)
+
+
+def check_case(batch: dict, case) -> None:
+    """The case's record has the status, score, reason, flag and note it must have."""
     record = batch["records"][case.student]
     expected = expected_score(case, batch["unit"].master)
     summary = f"{case.what}: {record['status']} {record['total']} reason={record['reason']!r} flags={record['flags']}"
@@ -75,11 +111,31 @@ def test_each_case_gets_its_status_and_score(batch, case):
     assert case.note in " ".join(record["notes"]), summary
 
 
+def test_tampering_with_the_kernel_is_flagged_and_never_beats_the_wrong_code_alone(batch):
+    """The verdict comes from the grader: the same wrong answer scores the same however the kernel was rigged."""
+    control = batch["records"][CONTROL]
+    assert control["status"] == "graded" and 0 < control["total"] < control["max_total"], control
+    for student in TAMPER_ON_WRONG_CODE:
+        record = batch["records"][student]
+        assert record["status"] == "flagged" and record["total"] <= control["total"], (student, record["total"],
+                                                                                       record["flags"])
+
+
+def test_no_hidden_test_or_solution_line_reaches_any_output(batch):
+    """The leak property: over every stored wrong answer and adversarial case, no output holds a grader line."""
+    secret = grader_lines(batch["unit"].master, batch["unit"].release)
+    assert secret, "the unit has hidden tests and solutions to look for"
+    found = leaked_lines(batch["out"], secret)
+    assert not found, f"grader text in the outputs: {found[:3]}"
+    verbatim = (batch["out"] / "feedback" / "u3_leak_verbatim.html").read_text()
+    assert "[hidden]" in html.unescape(verbatim), "the verbatim leak was scrubbed, visibly"
+
+
 def test_every_roster_student_has_a_row_in_roster_order(batch):
     with open(batch["out"] / "grades.csv", newline="") as handle:
         rows = list(csv.DictReader(handle))
-    assert [r["student"] for r in rows] == [c.student for c in CASES]
-    assert {"status", "total", "scale", "order", "reason"} <= set(rows[0])
+    assert [r["student"] for r in rows] == [c.student for c in CASES[batch["name"]]]
+    assert {"status", "total", "reason"} <= set(rows[0])
     by = {r["student"]: r for r in rows}
     assert by["d_missing"]["status"] == "missing" and by["b_bad_json"]["reason"]
 
@@ -90,28 +146,17 @@ def test_nothing_outside_the_output_changed_and_no_process_survived(batch):
     assert not [p for p in (REPO / "solutions" / "pwned.txt", REPO / "course" / "pwned.txt", Path("/work/pwned.txt"),
                             Path("/usr/pwned.txt")) if p.exists()]
     assert not surviving(DETACHED_MARKER), "a detached student process outlived its sandbox"
+    assert not (Path.home() / ".ipython" / "profile_default" / "startup" / "00-grade.py").exists()
     log = (batch["out"] / "logs" / "k_escape.jsonl").read_text()
     assert "ESCAPE-REPORT" in log and "READ " not in log and "WROTE " not in log
 
 
-def test_feedback_shows_results_but_not_hidden_tests(batch):
-    hidden_lines = set()
-    for cell in batch["unit"].master:
-        if cell.kind == "test" and cell.hidden_lines():
-            first, last = cell.hidden_lines()
-            hidden_lines |= {line.strip() for line in cell.source.splitlines()[first:last - 1] if len(line.strip()) > 12}
-    assert hidden_lines
+def test_feedback_shows_results_and_the_students_own_frames(batch):
     pages = list((batch["out"] / "feedback").glob("*.html")) + [batch["out"] / "summary.html"]
-    assert len(pages) == len(CASES) + 1
-    for page in pages:
-        text = page.read_text()
-        import html
-        text = html.unescape(text)
-        leaked = [line for line in hidden_lines if line in text]
-        assert not leaked, f"{page.name} shows hidden test code: {leaked[:2]}"
-    wrong = (batch["out"] / "feedback" / "l_rigged_eq.html").read_text()
-    assert "order_test" in wrong and "fail" in wrong and "GradingError" in wrong
-    assert "a hidden test failed" in (batch["out"] / "feedback" / "m_patch_checkers.html").read_text() or True
+    assert len(pages) == len(CASES[batch["name"]]) + 1
+    control = html.unescape((batch["out"] / "feedback" / f"{CONTROL}.html").read_text())
+    assert "NotImplementedError" in control and "raised in your code" in control
+    assert "<grading test" not in control and "site-packages" not in control
 
 
 def test_summary_page_and_gradebook(batch):
@@ -129,6 +174,7 @@ def test_summary_page_and_gradebook(batch):
     totals = dict(rows)
     assert totals["a_honest_first"] == pytest.approx(batch["records"]["a_honest_first"]["total"])
     assert totals["l_rigged_eq"] == pytest.approx(batch["records"]["l_rigged_eq"]["total"])
+    assert totals["a_honest_first"] == batch["records"]["a_honest_first"]["max_total"]
     assert sources == 0, "the gradebook must not store cell sources (hidden tests)"
 
 

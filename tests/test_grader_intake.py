@@ -2,6 +2,8 @@
 import copy
 import io
 import json
+import os
+import tarfile
 import zipfile
 from pathlib import Path
 
@@ -120,3 +122,92 @@ def test_assemble_deleted_solution_becomes_the_stub(master):
     scale = next(c for c in cells if c.grade_id == "scale")
     assert "NotImplementedError" in scale.source and scale.author == "instructor"
     assert any("scale was deleted" in n for n in notes)
+
+
+def _zip_bytes(files: dict, links: dict | None = None) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name, data in files.items():
+            archive.writestr(zipfile.ZipInfo(name), data)
+        for name, target in (links or {}).items():
+            info = zipfile.ZipInfo(name)
+            info.external_attr = 0o120777 << 16
+            archive.writestr(info, target)
+    return buffer.getvalue()
+
+
+def _tar_bytes(files: dict, symlinks: dict | None = None, hardlinks: dict | None = None) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+        for kind, links in ((tarfile.SYMTYPE, symlinks or {}), (tarfile.LNKTYPE, hardlinks or {})):
+            for name, target in links.items():
+                info = tarfile.TarInfo(name)
+                info.type, info.linkname = kind, target
+                archive.addfile(info)
+    return buffer.getvalue()
+
+
+def test_links_anywhere_on_the_path_or_inside_are_refused(tmp_path, master):
+    nb = json.dumps(release_notebook(master, solved=True))
+    secret = tmp_path / "instructor" / "toy_unit.ipynb"
+    secret.parent.mkdir()
+    secret.write_text(nb)
+    sub = tmp_path / "course" / "submitted"
+    write_nb(sub / "own" / "toy_unit" / "toy_unit.ipynb", json.loads(nb))
+    (sub / "linked_student").symlink_to(sub / "own")                          # a student folder that is a link
+    (sub / "linked_unit").mkdir()
+    (sub / "linked_unit" / "toy_unit").symlink_to(sub / "own" / "toy_unit")  # a unit folder that is a link
+    (sub / "linked_nb" / "toy_unit").mkdir(parents=True)
+    (sub / "linked_nb" / "toy_unit" / "toy_unit.ipynb").symlink_to(secret)  # the notebook is a link
+    write_nb(sub / "link_inside" / "toy_unit" / "toy_unit.ipynb", json.loads(nb))
+    (sub / "link_inside" / "toy_unit" / "data").symlink_to("/etc")
+    found = find_submissions(tmp_path / "course", "toy_unit")
+    assert found["own"].status == "ok"
+    for student in ("linked_student", "linked_unit", "linked_nb"):
+        assert found[student].status == "error" and "symbolic link" in found[student].message, found[student]
+    assert found["link_inside"].status == "error" and "symbolic links (data)" in found["link_inside"].message
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "submitted").symlink_to(sub)
+    with pytest.raises(ValueError, match="symbolic link"):
+        find_submissions(tmp_path / "other", "toy_unit")
+    (tmp_path / "lms").mkdir()
+    (tmp_path / "lms" / "amy.ipynb").symlink_to(secret)
+    assert "symbolic link" in find_submissions(tmp_path / "lms", "toy_unit")["amy"].message
+
+
+def test_unsafe_archives_are_refused_and_tar_uploads_are_read(tmp_path, master):
+    nb = json.dumps(release_notebook(master, solved=True)).encode()
+    uploads = {"zlink.zip": _zip_bytes({"toy_unit.ipynb": nb}, {"data": "/etc/passwd"}),
+               "zdots.zip": _zip_bytes({"../toy_unit.ipynb": nb}),
+               "zabs.zip": _zip_bytes({"/tmp/toy_unit.ipynb": nb}),
+               "tsym.tar.gz": _tar_bytes({"toy_unit.ipynb": nb}, symlinks={"data": "/etc"}),
+               "thard.tar.gz": _tar_bytes({"toy_unit.ipynb": nb}, hardlinks={"copy.ipynb": "toy_unit.ipynb"}),
+               "tok.tgz": _tar_bytes({"hw/toy_unit.ipynb": nb, "hw/notes.txt": b"hi"}),
+               "broken.tar": b"not a tar"}
+    for name, data in uploads.items():
+        (tmp_path / name).write_bytes(data)
+    found = find_submissions(tmp_path, "toy_unit")
+    expected = {"zlink": "symbolic link", "zdots": "'..'", "zabs": "absolute path", "tsym": "symbolic link",
+                "thard": "hard link", "broken": "not a readable tar"}
+    for student, words in expected.items():
+        assert found[student].status == "error" and words in found[student].message, found[student]
+    assert found["tok"].status == "ok" and found["tok"].shipped == ["hw/notes.txt"]
+
+
+def test_hard_links_and_identical_notebooks_are_flagged_not_refused(tmp_path, master):
+    nb = release_notebook(master, solved=True)
+    write_nb(tmp_path / "ann.ipynb", nb)
+    os.link(tmp_path / "ann.ipynb", tmp_path / "bob.ipynb")
+    write_nb(tmp_path / "cid.ipynb", {**nb, "metadata": {"x": 1}})
+    write_nb(tmp_path / "dee.ipynb", {**nb, "metadata": {"x": 1}})
+    write_nb(tmp_path / "eve.ipynb", {**nb, "metadata": {"x": 2}})
+    found = find_submissions(tmp_path, "toy_unit")
+    assert all(found[s].status == "ok" for s in found)
+    assert any("2 hard links" in f for f in found["ann"].flags) and any("hard links" in f for f in found["bob"].flags)
+    assert any("byte-identical to the one of dee" in f for f in found["cid"].flags)
+    assert any("byte-identical to the one of cid" in f for f in found["dee"].flags)
+    assert found["eve"].flags == []

@@ -21,10 +21,22 @@ def run_in(sandbox: Sandbox, code: str, timeout: float = 60) -> subprocess.Compl
 
 @pytest.fixture
 def sandbox():
-    box = Sandbox(Limits(memory_mb=256, pids=32, file_mb=2, cpu_s=20), uid=200000 + os.getpid() % 1000)
+    box = Sandbox(Limits(memory_mb=256, pids=32, file_mb=2, cpu_s=20))
     yield box
     box.cleanup()
     assert not box.root.exists()
+    assert box.lease is None, "the uid went back to the pool"
+
+
+def test_two_live_sandboxes_never_share_a_uid():
+    first, second = Sandbox(Limits()), Sandbox(Limits())
+    try:
+        if first.uid is not None:
+            assert first.uid != second.uid
+            assert first.root != second.root and set(first.cgroups).isdisjoint(second.cgroups)
+    finally:
+        first.cleanup()
+        second.cleanup()
 
 
 def test_limits_reject_nonsense():
@@ -76,7 +88,7 @@ def test_memory_cap_stops_a_growing_allocation(sandbox):
 
 
 def test_process_cap_and_everything_killed_at_cleanup():
-    box = Sandbox(Limits(pids=24, cpu_s=20), uid=200000 + os.getpid() % 1000)
+    box = Sandbox(Limits(pids=24, cpu_s=20))
     marker = f"infopt-sandbox-probe-{os.getpid()}"
     code = ("import os, subprocess, sys\nn = 0\nfor _ in range(200):\n    try:\n"
             f"        subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60) # {marker}'], "

@@ -2,7 +2,7 @@
 import pytest
 
 from autograder.assemble import GradedCell
-from autograder.scoring import failure_message, score
+from autograder.scoring import failure_message, own_lines, score
 
 pytestmark = pytest.mark.xdist_group("grader")
 
@@ -63,3 +63,31 @@ def test_infrastructure_failure_is_an_error_not_a_zero():
     record = score("s", cells(), {"results": [], "events": ["the kernel did not start"], "infrastructure_error": True},
                    [], [])
     assert record["status"] == "error" and "did not start" in record["reason"]
+
+
+def test_a_changed_checker_or_a_missing_verdict_voids_the_test_and_flags():
+    run = {"results": [result(0), result(1, tamper="numpy.testing.assert_allclose"), result(2),
+                       result(3, "no_verdict", evalue="the kernel gave no signed verdict")],
+           "flags": ["the kernel's execute reply for g_test said 'ok' but the grader's signed verdict was a failure"]}
+    record = score("s", cells(), run, [], [])
+    assert record["status"] == "flagged" and record["total"] == 0.0
+    assert [t["status"] for t in record["tests"]] == ["untrusted", "no_verdict"]
+    assert "assert_allclose" in record["tests"][0]["message"] and "no verdict" in record["tests"][1]["message"]
+    assert any("checking machinery" in f for f in record["flags"])
+    assert any("execute reply" in f for f in record["flags"])
+
+
+def test_failure_message_shows_only_the_students_own_frames():
+    source = "def f(x):\n    return helper(x)\ndef helper(x):\n    raise ValueError('bad')"
+    student = GradedCell("solution", source, "f")
+    frames = [["/tmp/ipykernel_1/2.py", 2, "f", "return helper(x)"],
+              ["/tmp/ipykernel_1/2.py", 4, "helper", "raise ValueError('bad')"],
+              ["/venv/site-packages/numpy/core.py", 10, "inner", "raise ValueError(msg)"],
+              ["<grading test f_test>", 3, "<listcomp>", "secret_value = 41"]]
+    hidden = result(1, "error", ename="ValueError", evalue="bad", line=3, frames=frames)
+    message = failure_message(cells()[1], hidden, own_lines([student]))
+    assert message.startswith("a hidden test failed — ValueError: bad")
+    assert "in helper() at `raise ValueError('bad')`" in message
+    assert "numpy" not in message and "secret_value" not in message and "<grading" not in message
+    visible = failure_message(cells()[1], result(1, "error", ename="GradingError", evalue="expected 2", line=1))
+    assert visible == "line 1: `check_equal(f(1), 2)` — GradingError: expected 2"

@@ -29,6 +29,11 @@ TRICKS = {
     "import subprocess\nsubprocess.Popen(['sleep', '9'], start_new_session=True)": "detached",
     "!cat /etc/passwd": "shell",
     "import ctypes\nctypes.pythonapi.PyObject_SetAttr": "pythonapi",
+    "k = get_ipython().kernel\nk.do_execute = fake": "do_execute",
+    "get_ipython().run_cell_async = fake": "run_cell_async",
+    "get_ipython().CustomTB = lambda *a: []": "CustomTB",
+    "open('/home/s/.ipython/profile_default/startup/00.py', 'w')": "start-up",
+    "path = site.getusersitepackages() + '/usercustomize.py'": "start-up",
 }
 
 

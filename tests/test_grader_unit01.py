@@ -1,6 +1,7 @@
-"""The committed adversarial set on unit 01, graded in one batch with small limits (issue 5's acceptance test).
+"""The committed adversarial set and every stored wrong answer of unit 01, graded in one batch with small limits.
 
-Slow (every case executes the unit's notebook in a sandbox), so it is marked `notebook` as well as grouped.
+Slow (every case executes the unit's notebook in a sandbox), so it is marked `notebook` as well as grouped. The fast
+twins of these tests run the same cases on two small units (tests/test_grader_batch.py).
 """
 import hashlib
 import os
@@ -10,12 +11,15 @@ import pytest
 
 from autograder.grade import grade, load_unit
 from autograder.sandbox import Limits
-from tests.grader_fixtures.adversarial import CASES, DETACHED_MARKER, expected_score, materialize
+from tests.grader_fixtures.adversarial import (CONTROL, DETACHED_MARKER, TAMPER_ON_WRONG_CODE, cases_for,
+                                               expected_score, materialize)
+from tests.grader_fixtures.leaks import grader_lines, leaked_lines
 
 pytestmark = [pytest.mark.xdist_group("grader"), pytest.mark.notebook]
 REPO = Path(__file__).resolve().parent.parent
 UNIT = "01_graphs_ir"
 LIMITS = Limits(memory_mb=1536, pids=128, file_mb=64, cpu_s=300, wall_s=180.0, cell_s=40.0)
+CASES = cases_for(REPO / "solutions" / UNIT / "wrong")
 
 
 def snapshot() -> dict[str, str]:
@@ -38,7 +42,7 @@ def batch(tmp_path_factory):
         pytest.skip("unit 01 is not written yet")
     folder = tmp_path_factory.mktemp("unit01")
     unit = load_unit(UNIT)
-    roster = materialize(unit.master, UNIT, folder, REPO)
+    roster = materialize(unit.master, UNIT, folder, REPO, CASES)  # the escape case aims at the real course
     before = snapshot()
     records = grade(UNIT, folder / "uploads", folder / "out", roster, workers=2, limits=LIMITS, quiet=True)
     return {"unit": unit, "records": {r["student"]: r for r in records}, "before": before, "after": snapshot(),
@@ -53,6 +57,19 @@ def test_case(batch, case):
     assert record["total"] == pytest.approx(expected_score(case, batch["unit"].master)), summary
     assert case.reason in record["reason"] and case.flag in " ".join(record["flags"]), summary
     assert case.note in " ".join(record["notes"]), summary
+
+
+def test_tampering_never_beats_the_same_wrong_code(batch):
+    control = batch["records"][CONTROL]
+    for student in TAMPER_ON_WRONG_CODE:
+        assert batch["records"][student]["total"] <= control["total"], student
+
+
+def test_no_hidden_test_or_solution_line_in_any_output(batch):
+    secret = grader_lines(batch["unit"].master, batch["unit"].release)
+    assert len(secret) > 20
+    found = leaked_lines(batch["out"], secret)
+    assert not found, f"grader text in the outputs: {found[:3]}"
 
 
 def test_roster_rows_repo_untouched_no_survivors(batch):

@@ -84,3 +84,14 @@ def test_bad_outputs_and_dangling_graph():
     g.add_node("Add", ["x", "ghost"], infer=False, name="bad")
     with pytest.raises(GraphError, match="node bad reads %ghost"):
         to_linear(g)
+
+
+def test_linear_round_trip_keeps_the_opset():
+    from infopt.ir import Graph, TensorType
+    from infopt.ir.linear import from_linear, to_linear
+    from infopt.ir.verify import graph_diff
+
+    g = Graph("op18", opset=18)
+    g.outputs = [g.add_node("Relu", [g.add_input("x", TensorType((2,)))]).outputs[0]]
+    prog = to_linear(g)
+    assert prog.opset == 18 and from_linear(prog).opset == 18 and not graph_diff(from_linear(prog), g)

@@ -1,4 +1,4 @@
-"""Tests for infopt.passes.export and ort_check: fused graphs expand to standard ONNX or export as ORT
+"""Tests for infopt.passes.export and runtime.onnxruntime_session: fused graphs expand to standard ONNX or export as ORT
 contrib ops, and onnxruntime's profiler counts the kernels it runs."""
 import numpy as np
 import pytest
@@ -7,7 +7,7 @@ from infopt.ir import Graph, TensorType
 from infopt.passes import ConvFusion, ElementwiseFusion
 from infopt.passes.equivalence import max_output_error, random_feeds
 from infopt.passes.export import expand_fused, export_onnx
-from infopt.passes.ort_check import ort_kernels, ort_run
+from infopt.runtime.onnxruntime_session import ort_kernels, ort_run
 from infopt.passes.rewrite import max_relative_error
 
 
@@ -53,7 +53,7 @@ def test_bad_arguments():
     fused, _ = _fused_graph(np.random.default_rng())
     with pytest.raises(ValueError, match="target"):
         export_onnx(fused, "tensorrt")
-    from infopt.passes.ort_check import ort_session
+    from infopt.runtime.onnxruntime_session import ort_session
 
     with pytest.raises(ValueError, match="level"):
         ort_session(export_onnx(fused), "max")

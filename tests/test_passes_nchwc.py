@@ -8,7 +8,7 @@ from infopt.passes import ConvFusion, PassManager, ToNCHWc
 from infopt.passes.equivalence import max_output_error, random_feeds
 from infopt.passes.export import export_onnx
 from infopt.passes.nchwc import block_nchw, ort_block_size, reorder_weights, unblock, unreorder_weights
-from infopt.passes.ort_check import ort_kernels, ort_run
+from infopt.runtime.onnxruntime_session import ort_kernels, ort_run
 from infopt.passes.rewrite import max_relative_error
 
 
@@ -18,7 +18,7 @@ def test_weight_reorder_matches_onnxruntime(nchw_input, cin, tmp_path):
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
-    from infopt.passes.ort_check import ort_session
+    from infopt.runtime.onnxruntime_session import ort_session
 
     b = ort_block_size()
     w = np.random.default_rng().standard_normal((2 * b, cin, 3, 3)).astype(np.float32)

@@ -9,7 +9,7 @@ from infopt.passes import (AlgebraicSimplification, DeadCodeElimination, Element
                            plan_memory)
 from infopt.passes.equivalence import max_output_error, random_feeds
 from infopt.passes.export import export_onnx
-from infopt.passes.ort_check import ort_kernel_count, ort_run
+from infopt.runtime.onnxruntime_session import ort_kernel_count, ort_run
 from infopt.passes.rewrite import max_relative_error
 
 TOL = 1e-5

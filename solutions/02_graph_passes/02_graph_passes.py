@@ -641,7 +641,7 @@ from infopt.models import qkv_projections  # noqa: E402  (x: (256, 256) -> x @ W
 qkv = qkv_projections(tokens=256, hidden=256, seed=1)
 qkv_merged = P.HorizontalFusion()(qkv)
 print("projections:", qkv.op_counts(), "->", qkv_merged.op_counts())
-from infopt.passes.ort_check import ort_session  # noqa: E402
+from infopt.runtime.onnxruntime_session import ort_session  # noqa: E402
 from infopt.passes.export import export_onnx  # noqa: E402
 
 _feeds = {"x": np.random.default_rng(2).standard_normal((256, 256)).astype(np.float32)}
@@ -827,7 +827,7 @@ print("in-place candidates in the transformer block (output -> input buffer it m
 # convolution and GEMM of the fused ResNet-18, ranges from 4 random calibration inputs.
 
 # %%
-from infopt.passes.qdq import InsertQDQ, calibrate_minmax  # noqa: E402
+from infopt.quant import InsertQDQ, calibrate_minmax  # noqa: E402
 
 ranges = calibrate_minmax(fused_resnet, [random_feeds(fused_resnet, np.random.default_rng(s)) for s in range(4)])
 quantized = P.PassManager([InsertQDQ(ranges)]).run(fused_resnet)
@@ -845,7 +845,7 @@ print(f"relative output error of the fake-quantized graph: {max_output_error(fus
 
 # %%
 from infopt.passes.export import export_onnx  # noqa: E402
-from infopt.passes.ort_check import ort_kernel_count, ort_run, ort_session  # noqa: E402
+from infopt.runtime.onnxruntime_session import ort_kernel_count, ort_run, ort_session  # noqa: E402
 
 original = resnet18_onnx(do_constant_folding=False, size=64)
 ours = export_onnx(fused_resnet, "ort")

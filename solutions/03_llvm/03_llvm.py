@@ -626,7 +626,10 @@ print("count_macs: visible tests passed")
 # * `Store(buf, indices, value)`, `Assign(Var("acc", "f32"), value)` for local scalars, `If(cond, ...)`;
 # * expressions: numbers, loop variables, loads, `+ - * /`, `maximum`, `call("exp", x)`, `Cast`, `select`.
 #
-# `verify_kernel` rejects an ill-formed kernel *before* LLVM sees it, naming the statement:
+# `verify_kernel` rejects an ill-formed kernel *before* LLVM sees it, naming the statement. It also proves, from the
+# loop bounds, that every load and store stays inside its buffer; an access it can show to go out of bounds is reported
+# with the buffer, the index, the shape and the loop values where it happens (compiled code would silently read or
+# corrupt memory there):
 
 # %%
 g = Graph("relu_bias")
@@ -1103,7 +1106,7 @@ fig.show()
 # The course library's backend, for reference: `infopt.codegen.emit_llvm` (kernel IR → LLVM IR), `optimize`
 # (new pass manager), `compile_kernel` (JIT + ctypes, cached by IR text), `compile_graph` (a graph, node by node),
 # and the analyses in `infopt.codegen.analysis`. Unit 06 builds schedules — split, tile, reorder, unroll,
-# vectorize, parallel — on the same kernel IR.
+# vectorize, parallel — on the same kernel IR (`infopt.schedule`).
 
 # %%
 print(f"notebook ran in {time.perf_counter() - _T0:.1f} s")

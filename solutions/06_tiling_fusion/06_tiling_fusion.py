@@ -13,7 +13,8 @@
 # 2 billion FLOPs on 12 MB. A CPU core here can do ~100–200 GFLOP/s but reads memory at a few GB/s, so
 # **the order in which a kernel visits data decides whether it runs at 1 GFLOP/s or 100**. Compilers
 # change that order with *schedules*: transformations of a loop nest that keep the algorithm and move
-# the work around. This unit applies them to the kernel IR of unit 03 (`infopt.codegen`).
+# the work around. This unit applies them to the kernel IR of unit 03 (`infopt.codegen`); the schedules, the address
+# trace, the cache simulator and the traffic models are in `infopt.schedule`.
 #
 # You will
 # 1. see why tiling works: working sets that fit in L1/L2 (or GPU shared memory, or an accelerator's SRAM);
@@ -45,12 +46,12 @@ import numpy as np
 import plotly.graph_objects as go
 
 from infopt.codegen import Buffer, Kernel, KernelError, Store, Var, loop, maximum, minimum, verify_kernel
-from infopt.codegen.cachesim import SMALL_HIERARCHY, CacheLevel, kernel_misses, simulate
 from infopt.codegen.compiled import compile_kernel
 from infopt.codegen.llvm_jit import host_info
-from infopt.codegen.matmul_ladder import interchanged, naive, tiled, tiled_order
-from infopt.codegen.schedule import ScheduleError, compute_at, fuse, reorder, split, tile
-from infopt.codegen.trace import trace_kernel
+from infopt.schedule import ScheduleError, compute_at, fuse, reorder, split, tile
+from infopt.schedule.address_trace import trace_kernel
+from infopt.schedule.cachesim import SMALL_HIERARCHY, CacheLevel, kernel_misses, simulate
+from infopt.schedule.matmul_ladder import interchanged, naive, tiled, tiled_order
 from infopt.grading import check_array, check_equal, check_true
 
 _T0 = time.perf_counter()
@@ -74,7 +75,7 @@ rng = np.random.default_rng(0)
 # The same reasoning sizes tiles for every memory level: **L1/L2** on a CPU, **shared memory** (per thread
 # block) and registers on a GPU, the **SRAM** scratchpads of an accelerator (unit 07's systolic array).
 #
-# The cache simulator (`infopt.codegen.cachesim`) replays the exact address trace of a kernel through a
+# The cache simulator (`infopt.schedule.cachesim`) replays the exact address trace of a kernel through a
 # set-associative LRU cache. Small problems only (a 32³ matmul is 130k accesses), with small caches so the
 # *ratios* between data and cache match a real machine at N ≈ 1000.
 
@@ -155,7 +156,7 @@ print("tile_of: visible tests passed")
 # %% [markdown]
 # ## 2. Schedule primitives on the kernel IR
 #
-# `infopt.codegen.schedule` rewrites a `Kernel` and **checks legality first**: a primitive that would change
+# `infopt.schedule` rewrites a `Kernel` and **checks legality first**: a primitive that would change
 # the result raises `ScheduleError` and says why.
 #
 # | primitive | what it does | legal when |
@@ -210,9 +211,9 @@ for label, attempt in [("interchange a recurrence", lambda: reorder(prefix, ["j"
 # and a scalar loop handles the remainder. Here is `y = max(x * 2 + b, 0)` on 8 lanes:
 
 # %%
-from infopt.codegen.schedule import vectorize
-from infopt.codegen.tuned import compile_tuned
+from infopt.codegen.compiled import compile_tuned
 from infopt.codegen.vector_emit import emit_vector_llvm
+from infopt.schedule import vectorize
 
 _x, _bb, _y = Buffer("x", (100,)), Buffer("b", (100,)), Buffer("y", (100,), role="out")
 _i = Var("i")
@@ -235,7 +236,10 @@ print("max error:", float(np.abs(compile_tuned(_ewv).run(_xa, _ba)[0] - np.maxim
 # * Building blocks: `loop(name, start, stop, body=..., step=...)`, `Store(C, (ii, ji), value)`, `C[ii, ji]`,
 #   `minimum(a, b)`, `Var(name)`. `print(kernel)` shows what you built.
 #
-# Tests compile your kernel, run it on odd shapes against numpy, and check the loops with steps `ti` and `tj`.
+# Tests verify your kernel, compile it, run it on odd shapes against numpy, and check the loops with steps `ti` and
+# `tj`. `verify_kernel` proves from the loop bounds that every load and store stays inside its buffer: a bound that
+# overruns the matrix (a tail tile without `minimum`, or the wrong size as a limit) is reported as
+# `out of bounds: buffer C, index [ii, ji] = [...], shape (...), at loop values ...` before anything runs.
 
 # %% solution=true grade_id="tiled"
 def tiled_matmul_kernel(M: int, N: int, K: int, ti: int, tj: int) -> Kernel:
@@ -253,10 +257,9 @@ def tiled_matmul_kernel(M: int, N: int, K: int, ti: int, tj: int) -> Kernel:
 
 # %% grade_id="tiled_test" points=3
 def _loop_steps(kernel: Kernel) -> list[int]:
-    from infopt.codegen.rewrite import iter_stmts
-    from infopt.codegen.kernel_ir import Loop as _Loop
+    from infopt.codegen.walk import loops_in
 
-    return [s.step for s in iter_stmts(kernel.body) if isinstance(s, _Loop)]
+    return [lp.step for lp in loops_in(kernel.body)]
 
 
 def _check_tiled(M: int, N: int, K: int, ti: int, tj: int, what: str) -> None:
@@ -264,7 +267,10 @@ def _check_tiled(M: int, N: int, K: int, ti: int, tj: int, what: str) -> None:
     check_true(isinstance(k, Kernel), f"tiled_matmul_kernel must return a Kernel, got {type(k).__name__}")
     check_equal([(b.name, b.shape, b.role) for b in k.buffers], [("A", (M, K), "in"), ("B", (K, N), "in"), ("C", (M, N), "out")],
                 name=f"buffers of tiled_matmul_kernel({M}, {N}, {K}, {ti}, {tj})")
-    verify_kernel(k)
+    try:
+        verify_kernel(k)  # well formed, and every load and store proven inside its buffer from the loop bounds
+    except KernelError as err:
+        check_true(False, f"tiled_matmul_kernel({M}, {N}, {K}, {ti}, {tj}) ({what}): {err}")
     steps = _loop_steps(k)
     if ti > 1:
         check_true(ti in steps, f"no loop with step ti={ti}: tile the i loop (loop steps found: {steps})")
@@ -273,7 +279,10 @@ def _check_tiled(M: int, N: int, K: int, ti: int, tj: int, what: str) -> None:
     a = rng.standard_normal((M, K), dtype=np.float32)
     b = rng.standard_normal((K, N), dtype=np.float32)
     c = np.full((M, N), np.nan, np.float32)  # garbage in C: the kernel must set every element
-    compile_kernel(k)(a, b, c)
+    try:
+        compile_kernel(k)(a, b, c)
+    except KernelError as err:
+        check_true(False, f"tiled_matmul_kernel({M}, {N}, {K}, {ti}, {tj}) ({what}): {err}")
     check_array(c, a @ b, rtol=1e-4, atol=float(1e-4 * np.sqrt(K)), name=f"C for M,N,K={M},{N},{K}, tiles {ti}x{tj} ({what})")
 
 
@@ -370,11 +379,11 @@ print("predict_scan_misses: visible tests passed")
 # ### A model for large sizes
 #
 # The simulator is exact but slow (pure Python). For N = 1024 the same reasoning gives formulas
-# (`infopt.codegen.traffic`): bytes each schedule moves into a cache of a given size, counting
+# (`infopt.schedule.traffic`): bytes each schedule moves into a cache of a given size, counting
 # compulsory and capacity misses. For a 32 KiB L1:
 
 # %%
-from infopt.codegen.traffic import intensity, matmul_traffic
+from infopt.schedule.traffic import intensity, matmul_traffic
 
 _rows = []
 for n in (256, 512, 1024):
@@ -455,7 +464,7 @@ print("choose_tiles: visible tests passed")
 # | middle | L1: one `kc × nr` panel of B | **warp** tile (e.g. 64×64) | tile fed to the **array** |
 # | innermost, in registers | register tile `mr × nr` (the micro-kernel) | per-**thread** fragment (e.g. 8×8) / tensor-core MMA | one **PE**'s accumulator |
 #
-# The ladder's top rung (`infopt.codegen.matmul_ladder.packed`) is exactly this: A and B blocks packed into
+# The ladder's top rung (`infopt.schedule.matmul_ladder.packed`) is exactly this: A and B blocks packed into
 # contiguous, zero-padded panels (BLIS loop order `jc > pc > ic > jr > ir > k`), and an `mr × nr` register
 # tile of accumulators updated by one broadcast of A and `nr / lanes` vector loads of B per k. The
 # accumulators are unrolled scalars; LLVM's SLP vectorizer packs each row into a SIMD register, asked for the
@@ -463,8 +472,7 @@ print("choose_tiles: visible tests passed")
 
 # %%
 from infopt.codegen.analysis import count_fmas, vectorization
-from infopt.codegen.matmul_ladder import matmul_rung
-from infopt.codegen.tuned import host_register_shape
+from infopt.schedule.matmul_ladder import host_register_shape, matmul_rung
 
 RS = host_register_shape()
 _packed = matmul_rung("packed", 64, 64, 64)
@@ -487,7 +495,7 @@ print("\n".join(str(_packed.kernel).splitlines()[:14]) + "\n  ...")
 #   algorithm instead (online softmax keeps a running max and rescales the running sum; flash attention builds on it).
 
 # %%
-from infopt.codegen.chains import elementwise_chain, fused_chain, kernel_bytes
+from infopt.schedule.chains import elementwise_chain, fused_chain, kernel_bytes
 
 chain = elementwise_chain(1 << 16, ["scale", "bias", "relu"])
 fused = fused_chain(chain)
@@ -517,7 +525,8 @@ except ScheduleError as e:
 # side by side (medians of interleaved runs).
 
 # %%
-from infopt.widgets.fusion_view import fusion_compare, fusion_explorer, fusion_figure
+from infopt.runtime.schedule_bench import fusion_compare
+from infopt.widgets.fusion_view import fusion_explorer, fusion_figure
 
 fusion_figure(fusion_compare(1 << 20, ["scale", "bias", "relu", "square"], repeats=5)).show()
 fusion_explorer(n=1 << 18)
@@ -584,7 +593,10 @@ def _check_epilogue(M: int, N: int, K: int, what: str) -> None:
     b = rng.standard_normal((K, N), dtype=np.float32)
     bias = rng.standard_normal(N, dtype=np.float32)
     c = np.full((M, N), np.nan, np.float32)
-    compile_kernel(k)(a, b, bias, c)
+    try:
+        compile_kernel(k)(a, b, bias, c)  # verified first: every load and store proven inside its buffer
+    except KernelError as err:
+        check_true(False, f"matmul_bias_relu_kernel({M}, {N}, {K}) ({what}): {err}")
     check_array(c, np.maximum(a @ b + bias, 0), rtol=1e-4, atol=float(1e-4 * np.sqrt(K)), name=f"C = relu(A @ B + bias), {what}")
     tr = trace_kernel(k)
     on_c = tr.of("C")
@@ -597,6 +609,7 @@ _check_epilogue(4, 5, 3, "visible 4x5x3")
 _r = np.random.default_rng()
 for _t in range(4):
     _check_epilogue(*(int(v) for v in _r.integers(1, 24, 3)), what=f"hidden random shape #{_t}")
+_check_epilogue(int(_r.integers(9, 20)), int(_r.integers(2, 8)), int(_r.integers(1, 9)), "hidden: more rows than columns")
 ### END HIDDEN TESTS
 print("matmul_bias_relu_kernel: visible tests passed")
 
@@ -635,7 +648,7 @@ fig.show()
 # %%
 from threadpoolctl import threadpool_limits
 
-from infopt.codegen.matmul_ladder import RUNGS
+from infopt.schedule.matmul_ladder import RUNGS
 from infopt.runtime import interleaved
 from infopt.runtime.roofline import measure_roofline, roofline_figure
 

@@ -29,10 +29,10 @@
 #
 # | # | function | points |
 # |---|---|---|
-# | 1 | `pe_schedule(i, j, m, k, n, R)` — one PE's MAC schedule in a weight-stationary array | 2 |
+# | 1 | `pe_schedule(i, j, m, n, k, R)` — one PE's MAC schedule in a weight-stationary array | 2 |
 # | 2 | `os_step(a_regs, b_regs, acc, a_in, b_in)` — one cycle of an output-stationary array | 3 |
-# | 3 | `tile_program(M, K, N, R, C)` — the tiling driver, for shapes that are not multiples of the array | 3 |
-# | 4 | `predict_cycles(M, K, N, config)` — the analytic cycle count of a tiled matmul | 3 |
+# | 3 | `tile_program(M, N, K, R, C)` — the tiling driver, for shapes that are not multiples of the array | 3 |
+# | 4 | `predict_cycles(M, N, K, config)` — the analytic cycle count of a tiled matmul | 3 |
 # | 5 | `may_join(graph, group, node)` — the partitioning rule that respects dependencies | 3 |
 #
 # The exercises are independent: the notebook uses the library's versions (`infopt.accel`), never your
@@ -45,7 +45,7 @@ import numpy as np
 import plotly.graph_objects as go
 from IPython.display import display
 
-from infopt.accel import (AccelConfig, AccelError, Accelerator, Load, MatMul, Program, Store, compile_matmul,
+from infopt.accel import (AccelConfig, AccelError, Accelerator, DmaLoad, DmaStore, MatMul, Program, compile_matmul,
                           matmul, matmul_cycles, parse_asm, run_tile, tile_cycles, tiling)
 from infopt.grading import check_array, check_equal, check_raises, check_true
 from infopt.ir import Graph, Node, TensorType
@@ -101,53 +101,54 @@ systolic_animation(run_ws.trace)
 # (`i` cycles of skew, `j` hops to the right), after the `R` preload cycles:
 
 # %%
-for t, mm, k, n in run_ws.trace.pe_schedule(1, 2)[:4]:
+for t, mm, n, k in run_ws.trace.pe_schedule(1, 2)[:4]:
     print(f"cycle {t}: PE(1,2) multiplies A[{mm},{k}] by B[{k},{n}] and adds it to the partial sum of C[{mm},{n}]")
 
 # %% [markdown]
 # ### Exercise 1 — one PE's MAC schedule (2 points)
 #
-# Write `pe_schedule(i, j, m, k, n, R)`: the useful MACs that PE(i, j) of a weight-stationary array with R rows
-# performs for one tile (m input rows, a k × n weight tile), **in order**, as a list of tuples
-# `(cycle, m_index, k_index, n_index)` of Python ints. Cycles count from the start of the tile, so the R preload
-# cycles come first. A PE outside the k × n weight tile does no useful MAC: return `[]`.
+# Write `pe_schedule(i, j, m, n, k, R)`: the useful MACs that PE(i, j) of a weight-stationary array with R rows
+# performs for one m × n × k tile (m input rows, a k × n weight tile), **in order**, as a list of tuples
+# `(cycle, m_index, n_index, k_index)` of Python ints — the MAC `C[m_index, n_index] += A[m_index, k_index] *
+# B[k_index, n_index]`. Cycles count from the start of the tile, so the R preload cycles come first. A PE outside
+# the k × n weight tile does no useful MAC: return `[]`.
 #
 # The tests compare with the trace recorded by the simulator (`run_tile(..., mode="trace").trace.pe_schedule`)
 # on random array sizes, tiles and PEs.
 
 # %% solution=true grade_id="pe_schedule"
-def pe_schedule(i: int, j: int, m: int, k: int, n: int, R: int) -> list[tuple[int, int, int, int]]:
-    """The (cycle, m_index, k_index, n_index) of every useful MAC of PE(i, j) in a weight-stationary tile."""
+def pe_schedule(i: int, j: int, m: int, n: int, k: int, R: int) -> list[tuple[int, int, int, int]]:
+    """The (cycle, m_index, n_index, k_index) of every useful MAC of PE(i, j) in a weight-stationary tile."""
     ### BEGIN SOLUTION
     if i >= k or j >= n:
         return []
-    return [(R + mm + i + j, mm, i, j) for mm in range(m)]
+    return [(R + mm + i + j, mm, j, i) for mm in range(m)]
     ### END SOLUTION
 
 
 # %% grade_id="pe_schedule_test" points=2
-def _check_schedule(R: int, C: int, m: int, k: int, n: int, i: int, j: int, seed: int) -> None:
+def _check_schedule(R: int, C: int, m: int, n: int, k: int, i: int, j: int, seed: int) -> None:
     """Compare with the simulator's per-PE trace of a random tile."""
     r = np.random.default_rng(seed)
     a = r.integers(-5, 6, (m, k), dtype=np.int8)
     b = r.integers(-5, 6, (k, n), dtype=np.int8)
     want = run_tile(a, b, AccelConfig(R, C, "ws", "int8"), mode="trace").trace.pe_schedule(i, j)
-    got = pe_schedule(i, j, m, k, n, R)
+    got = pe_schedule(i, j, m, n, k, R)
     check_true(isinstance(got, list), f"pe_schedule must return a list, got {type(got).__name__}")
     got = [tuple(int(v) for v in t) for t in got]
-    check_equal(got, want, name=f"pe_schedule(i={i}, j={j}, m={m}, k={k}, n={n}, R={R}) on a {R}x{C} array")
+    check_equal(got, want, name=f"pe_schedule(i={i}, j={j}, m={m}, n={n}, k={k}, R={R}) on a {R}x{C} array")
 
 
 _check_schedule(4, 4, 6, 4, 4, 1, 2, 0)
 _check_schedule(4, 4, 6, 4, 4, 0, 0, 1)
-_check_schedule(3, 5, 2, 3, 5, 2, 4, 2)
-_check_schedule(4, 4, 3, 2, 4, 3, 1, 3)  # row 3 holds no weight when k = 2
+_check_schedule(3, 5, 2, 5, 3, 2, 4, 2)
+_check_schedule(4, 4, 3, 4, 2, 3, 1, 3)  # row 3 holds no weight when k = 2
 ### BEGIN HIDDEN TESTS
 _rng = np.random.default_rng()
 for _trial in range(12):
     _R, _C = (int(v) for v in _rng.integers(1, 7, 2))
     _k, _n, _m = int(_rng.integers(1, _R + 1)), int(_rng.integers(1, _C + 1)), int(_rng.integers(1, 9))
-    _check_schedule(_R, _C, _m, _k, _n, int(_rng.integers(_R)), int(_rng.integers(_C)), int(_rng.integers(1 << 30)))
+    _check_schedule(_R, _C, _m, _n, _k, int(_rng.integers(_R)), int(_rng.integers(_C)), int(_rng.integers(1 << 30)))
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -224,7 +225,7 @@ def _drive_os(A: np.ndarray, B: np.ndarray, R: int, C: int) -> np.ndarray:
     return acc[:m, :n]
 
 
-def _check_os(R: int, C: int, m: int, k: int, n: int, dtype: str, seed: int) -> None:
+def _check_os(R: int, C: int, m: int, n: int, k: int, dtype: str, seed: int) -> None:
     r = np.random.default_rng(seed)
     if dtype == "int8":
         A, B = r.integers(-128, 128, (m, k), dtype=np.int8), r.integers(-128, 128, (k, n), dtype=np.int8)
@@ -232,17 +233,17 @@ def _check_os(R: int, C: int, m: int, k: int, n: int, dtype: str, seed: int) -> 
         A, B = r.standard_normal((m, k)).astype(np.float32), r.standard_normal((k, n)).astype(np.float32)
     want = os_tile(A, B, AccelConfig(R, C, "os", dtype)).out
     check_array(_drive_os(A, B, R, C), want, rtol=1e-6, atol=1e-6,
-                name=f"accumulators after driving os_step ({dtype}, {R}x{C} array, m={m} k={k} n={n})")
+                name=f"accumulators after driving os_step ({dtype}, {R}x{C} array, m={m} n={n} k={k})")
 
 
-_check_os(4, 4, 4, 5, 4, "int8", 0)
-_check_os(3, 5, 2, 7, 4, "float32", 1)
+_check_os(4, 4, 4, 4, 5, "int8", 0)
+_check_os(3, 5, 2, 4, 7, "float32", 1)
 ### BEGIN HIDDEN TESTS
 _rng = np.random.default_rng()
 for _trial in range(10):
     _R, _C = (int(v) for v in _rng.integers(1, 7, 2))
-    _check_os(_R, _C, int(_rng.integers(1, _R + 1)), int(_rng.integers(1, 12)), int(_rng.integers(1, _C + 1)),
-              ("int8", "float32")[_trial % 2], int(_rng.integers(1 << 30)))
+    _m, _k, _n = int(_rng.integers(1, _R + 1)), int(_rng.integers(1, 12)), int(_rng.integers(1, _C + 1))
+    _check_os(_R, _C, _m, _n, _k, ("int8", "float32")[_trial % 2], int(_rng.integers(1 << 30)))
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -251,7 +252,7 @@ for _trial in range(10):
 # Counting the cycles in the animations gives the model the simulator follows (and the tests check it does, for
 # every tile): the controller stops streaming once the last useful result is done.
 #
-# | dataflow | one m × k × n tile on an R × C array |
+# | dataflow | one m × n × k tile on an R × C array |
 # |---|---|
 # | weight-stationary | R (preload) + m + R + n − 2 (stream until `C[m−1, n−1]` leaves the bottom) |
 # | output-stationary | k + m + n − 2 (stream until the last MAC) + R (drain the results) |
@@ -267,27 +268,27 @@ for _trial in range(10):
 rows = []
 for df in ("ws", "os"):
     cfg = AccelConfig(8, 8, df, "float32")
-    m, k, n = (40, 8, 6) if df == "ws" else (8, 40, 6)
+    m, n, k = (40, 6, 8) if df == "ws" else (8, 6, 40)
     a = rng.standard_normal((m, k)).astype(np.float32)
     b = rng.standard_normal((k, n)).astype(np.float32)
     t0 = time.perf_counter(); vec = run_tile(a, b, cfg, "vector"); t_vec = time.perf_counter() - t0
     t0 = time.perf_counter(); tr = run_tile(a, b, cfg, "trace"); t_tr = time.perf_counter() - t0
-    rows.append((df, (m, k, n), vec.cycles, tr.cycles, tile_cycles(cfg, m, k, n), np.array_equal(vec.out, tr.out),
+    rows.append((df, (m, n, k), vec.cycles, tr.cycles, tile_cycles(m, n, k, cfg), np.array_equal(vec.out, tr.out),
                  t_tr / t_vec))
-print(f"{'flow':4} {'m,k,n':>10} {'vector':>7} {'trace':>6} {'formula':>8} {'same bits':>9} {'trace slower':>13}")
-for df, mkn, cv, ct, cf, same, slow in rows:
-    print(f"{df:4} {str(mkn):>10} {cv:>7} {ct:>6} {cf:>8} {str(same):>9} {slow:>12.0f}x")
+print(f"{'flow':4} {'m,n,k':>10} {'vector':>7} {'trace':>6} {'formula':>8} {'same bits':>9} {'trace slower':>13}")
+for df, mnk, cv, ct, cf, same, slow in rows:
+    print(f"{df:4} {str(mnk):>10} {cv:>7} {ct:>6} {cf:>8} {str(same):>9} {slow:>12.0f}x")
 
 # %% [markdown]
 # ## 4. Dataflows compared on the same matmul
 #
 # A real accelerator also has **on-chip SRAM** and a **DMA engine** that moves tiles between DRAM and the SRAM
 # buffers (`in`, `wt`, `out`) at a fixed bandwidth (here 16 bytes per cycle). The driver (next section) tiles a
-# matmul of any size onto the array; the loads and stores cost cycles too. Here is one 96 × 80 × 72 matmul on
-# 8 × 8 arrays, both dataflows, both number formats:
+# matmul of any size onto the array; the loads and stores cost cycles too. Here is one M × N × K = 96 × 72 × 80 matmul
+# on 8 × 8 arrays, both dataflows, both number formats:
 
 # %%
-M, K, N = 96, 80, 72
+M, N, K = 96, 72, 80
 A_f = rng.standard_normal((M, K)).astype(np.float32)
 B_f = rng.standard_normal((K, N)).astype(np.float32)
 A_i = rng.integers(-128, 128, (M, K), dtype=np.int8)
@@ -302,7 +303,7 @@ for df in ("ws", "os"):
 for name, st in runs.items():
     print(f"{name:12} {st.cycles:>7} cycles ({st.compute_cycles} compute, {st.dma_cycles} DMA), "
           f"utilization {st.utilization:.0%}, DMA {st.dma_bytes / 1024:.0f} KiB")
-compare_runs(runs, f"{M}x{K}x{N} matmul on an 8x8 array")
+compare_runs(runs, f"{M}x{N}x{K} (M x N x K) matmul on an 8x8 array")
 
 # %% [markdown]
 # What the bars say: with int8 operands the DMA moves a quarter of the bytes of float32 (the int32 results
@@ -314,22 +315,23 @@ compare_runs(runs, f"{M}x{K}x{N} matmul on an 8x8 array")
 # ## 5. The command stream: tiling a large matmul onto a small array
 #
 # The accelerator's "instruction set" has three commands (`infopt.accel.isa`):
-# `LOAD buf[addr] <- T[rows, cols]` (DMA from DRAM into an SRAM buffer, at a byte address),
-# `MATMUL out[c] <- in[a] * wt[b] m= k= n= acc=` (one tile on the array; `acc=1` adds to what `out` holds) and
-# `STORE out[addr] -> T[rows, cols]` (DMA back, optionally through a ReLU on the output path).
-# The **driver** emits them; this is its listing for a 10 × 6 × 5 matmul on a 4 × 4 array:
+# `DmaLoad`, printed `LOAD buf[addr] <- T[rows, cols]` (DMA from DRAM into an SRAM buffer, at a byte address),
+# `MatMul`, printed `MATMUL out[c] <- in[a] * wt[b] m= n= k= acc=` (one m × n × k tile on the array; `acc=1` adds to
+# what `out` holds) and `DmaStore`, printed `STORE out[addr] -> T[rows, cols]` (DMA back, optionally through a ReLU
+# on the output path). The **driver** emits them; this is its listing for an M × N × K = 10 × 5 × 6 matmul on a
+# 4 × 4 array:
 
 # %%
-prog = compile_matmul(10, 6, 5, AccelConfig(4, 4, "ws", "int8"))
+prog = compile_matmul(10, 5, 6, AccelConfig(4, 4, "ws", "int8"))
 print(prog.asm())
 assert parse_asm(prog.asm()).commands == prog.commands  # the assembly round-trips
 
 # %% [markdown]
-# Edge tiles are simply smaller (`k=2`, `n=1` above). A command that reaches outside an SRAM buffer is an error
+# Edge tiles are simply smaller (`n=1`, `k=2` above). A command that reaches outside an SRAM buffer is an error
 # that names the command and the address — the simulator never silently wraps around:
 
 # %%
-bad = Program([Load("in", 0, "A", (0, 4), (0, 4)), MatMul(0x3F00, 0, 0, 4, 4, 4)])
+bad = Program([DmaLoad("in", 0, "A", (0, 4), (0, 4)), MatMul(0x3F00, 0, 0, 4, 4, 4)])
 dram = {"A": np.ones((4, 4), np.int8), "C": np.zeros((4, 4), np.int32)}
 try:
     Accelerator(AccelConfig(4, 4, "ws", "int8", in_sram_bytes=16 * 1024)).run(bad, dram)
@@ -339,25 +341,25 @@ except AccelError as err:
 # %% [markdown]
 # ### Exercise 3 — the tiling driver (3 points)
 #
-# Write `tile_program(M, K, N, R, C)`: a `Program` that computes `C = A @ B` (A: M × K, B: K × N, DRAM tensors named
-# `"A"`, `"B"`, `"C"`) on a **weight-stationary** R × C array, for any M, K, N ≥ 1 (not necessarily multiples of
+# Write `tile_program(M, N, K, R, C)`: a `Program` that computes `C = A @ B` (A: M × K, B: K × N, DRAM tensors named
+# `"A"`, `"B"`, `"C"`) on a **weight-stationary** R × C array, for any M, N, K ≥ 1 (not necessarily multiples of
 # R or C). Assume all M rows fit in SRAM and use address 0 in every buffer. The schedule:
 #
 # ```
 # for each column block n0 = 0, C, 2C, ...   (width nt = min(C, N - n0))
 #     for each k-chunk k0 = 0, R, 2R, ...    (height kt = min(R, K - k0))
-#         Load("in", 0, "A", (0, M), (k0, k0 + kt))
-#         Load("wt", 0, "B", (k0, k0 + kt), (n0, n0 + nt))
-#         MatMul(0, 0, 0, M, kt, nt, acc=...)        # the first chunk overwrites out, later ones accumulate
-#     Store(0, "C", (0, M), (n0, n0 + nt))
+#         DmaLoad("in", 0, "A", (0, M), (k0, k0 + kt))
+#         DmaLoad("wt", 0, "B", (k0, k0 + kt), (n0, n0 + nt))
+#         MatMul(0, 0, 0, M, nt, kt, acc=...)        # an M x nt x kt tile: the first chunk overwrites out, later ones accumulate
+#     DmaStore(0, "C", (0, M), (n0, n0 + nt))
 # ```
 #
-# Build it with `Program()`, `prog.append(...)` and the `Load`, `MatMul`, `Store` classes (see `help(MatMul)`).
+# Build it with `Program()`, `prog.append(...)` and the `DmaLoad`, `MatMul`, `DmaStore` classes (see `help(MatMul)`).
 # The tests run your program on the simulator (`Accelerator(AccelConfig(R, C, "ws", "int8")).run(prog, dram)`) for
 # random shapes and check the int32 result exactly, the number of MATMULs and the bytes moved.
 
 # %% solution=true grade_id="tile_program"
-def tile_program(M: int, K: int, N: int, R: int, C: int) -> Program:
+def tile_program(M: int, N: int, K: int, R: int, C: int) -> Program:
     """The weight-stationary command stream for C = A @ B, edge tiles included."""
     ### BEGIN SOLUTION
     prog = Program()
@@ -365,22 +367,22 @@ def tile_program(M: int, K: int, N: int, R: int, C: int) -> Program:
         nt = min(C, N - n0)
         for k0 in range(0, K, R):
             kt = min(R, K - k0)
-            prog.append(Load("in", 0, "A", (0, M), (k0, k0 + kt)))
-            prog.append(Load("wt", 0, "B", (k0, k0 + kt), (n0, n0 + nt)))
-            prog.append(MatMul(0, 0, 0, M, kt, nt, acc=k0 > 0))
-        prog.append(Store(0, "C", (0, M), (n0, n0 + nt)))
+            prog.append(DmaLoad("in", 0, "A", (0, M), (k0, k0 + kt)))
+            prog.append(DmaLoad("wt", 0, "B", (k0, k0 + kt), (n0, n0 + nt)))
+            prog.append(MatMul(0, 0, 0, M, nt, kt, acc=k0 > 0))
+        prog.append(DmaStore(0, "C", (0, M), (n0, n0 + nt)))
     return prog
     ### END SOLUTION
 
 
 # %% grade_id="tile_program_test" points=3
-def _check_program(M: int, K: int, N: int, R: int, C: int, seed: int) -> None:
+def _check_program(M: int, N: int, K: int, R: int, C: int, seed: int) -> None:
     r = np.random.default_rng(seed)
     A = r.integers(-128, 128, (M, K), dtype=np.int8)
     B = r.integers(-128, 128, (K, N), dtype=np.int8)
     dram = {"A": A, "B": B, "C": np.zeros((M, N), np.int32)}
-    what = f"tile_program(M={M}, K={K}, N={N}, R={R}, C={C})"
-    prog = tile_program(M, K, N, R, C)
+    what = f"tile_program(M={M}, N={N}, K={K}, R={R}, C={C})"
+    prog = tile_program(M, N, K, R, C)
     check_true(isinstance(prog, Program), f"{what} must return a Program, got {type(prog).__name__}")
     try:
         stats = Accelerator(AccelConfig(R, C, "ws", "int8")).run(prog, dram)
@@ -394,8 +396,8 @@ def _check_program(M: int, K: int, N: int, R: int, C: int, seed: int) -> None:
 
 
 _check_program(8, 8, 8, 4, 4, 0)
-_check_program(10, 6, 5, 4, 4, 1)
-_check_program(7, 3, 2, 4, 4, 2)
+_check_program(10, 5, 6, 4, 4, 1)
+_check_program(7, 2, 3, 4, 4, 2)
 ### BEGIN HIDDEN TESTS
 _rng = np.random.default_rng()
 for _trial in range(10):
@@ -407,7 +409,7 @@ for _trial in range(10):
 # ## 6. Predicting the cycle count
 #
 # The library's driver (`compile_matmul`) is a little smarter than yours: it keeps a block of rows of A in SRAM
-# while all the weight tiles go by, and lets the SRAM sizes decide the block sizes. `tiling(M, K, N, config)`
+# while all the weight tiles go by, and lets the SRAM sizes decide the block sizes. `tiling(M, N, K, config)`
 # returns them as `(TM, TK)`: TM rows of A per block (WS: as many as fit; OS: at most R) and TK of K per MATMUL
 # (WS: R; OS: as much as the `wt` buffer holds). Its schedule:
 #
@@ -425,33 +427,33 @@ for _trial in range(10):
 
 # %%
 cfg = AccelConfig(8, 8, "ws", "int8", dma_setup_cycles=10)
-print("tiling(100, 50, 30):", tiling(100, 50, 30, cfg))
+print("tiling(100, 30, 50):", tiling(100, 30, 50, cfg))
 _, st = matmul(rng.integers(-9, 9, (100, 50), dtype=np.int8), rng.integers(-9, 9, (50, 30), dtype=np.int8), cfg)
 print(f"simulated: {st.cycles} cycles = {st.compute_cycles} compute + {st.dma_cycles} DMA")
 
 # %% [markdown]
 # ### Exercise 4 — predict the cycles (3 points)
 #
-# Write `predict_cycles(M, K, N, config)`: the total cycles of the library driver's program for an M × K × N matmul
+# Write `predict_cycles(M, N, K, config)`: the total cycles of the library driver's program for an M × N × K matmul
 # without bias, computed from the schedule and formulas above — **without running anything**. You may call
-# `tiling(M, K, N, config)` for the block sizes; do not call the library's cycle functions (`matmul_cycles`,
+# `tiling(M, N, K, config)` for the block sizes; do not call the library's cycle functions (`matmul_cycles`,
 # `tile_cycles`, `dma_cycles`, `program_cycles`) or `compile_matmul` — write the formulas yourself. Both dataflows
 # and both dtypes must work.
 #
 # The tests compare with the simulator on random shapes, array sizes, SRAM sizes, DMA bandwidths and setup costs.
 
 # %% solution=true grade_id="predict_cycles"
-def predict_cycles(M: int, K: int, N: int, config: AccelConfig) -> int:
-    """Cycles of compile_matmul(M, K, N, config) on the simulator: DMA and MATMUL commands, back to back."""
+def predict_cycles(M: int, N: int, K: int, config: AccelConfig) -> int:
+    """Cycles of compile_matmul(M, N, K, config) on the simulator: DMA and MATMUL commands, back to back."""
     ### BEGIN SOLUTION
-    TM, TK = tiling(M, K, N, config)
+    TM, TK = tiling(M, N, K, config)
     R, C = config.rows, config.cols
     isz, asz = config.operand_dtype.itemsize, config.acc_dtype.itemsize
 
     def dma(nbytes: int) -> int:
         return config.dma_setup_cycles + -(-nbytes // config.dma_bytes_per_cycle)
 
-    def tile(m: int, k: int, n: int) -> int:
+    def tile(m: int, n: int, k: int) -> int:
         return R + m + R + n - 2 if config.dataflow == "ws" else k + m + n - 2 + R
 
     def sizes(total: int, step: int) -> list[int]:
@@ -461,7 +463,7 @@ def predict_cycles(M: int, K: int, N: int, config: AccelConfig) -> int:
     for mt in sizes(M, TM):
         total += sum(dma(mt * kt * isz) for kt in sizes(K, TK))
         for nt in sizes(N, C):
-            total += sum(dma(kt * nt * isz) + tile(mt, kt, nt) for kt in sizes(K, TK))
+            total += sum(dma(kt * nt * isz) + tile(mt, nt, kt) for kt in sizes(K, TK))
             total += dma(mt * nt * asz)
     return int(total)
     ### END SOLUTION
@@ -473,21 +475,21 @@ check_true(not (_FORBIDDEN & set(predict_cycles.__code__.co_names)),
            f"predict_cycles calls {sorted(_FORBIDDEN & set(predict_cycles.__code__.co_names))}: write the formulas yourself")
 
 
-def _check_cycles(M: int, K: int, N: int, cfg: AccelConfig, seed: int) -> None:
+def _check_cycles(M: int, N: int, K: int, cfg: AccelConfig, seed: int) -> None:
     r = np.random.default_rng(seed)
     if cfg.dtype == "int8":
         A, B = r.integers(-128, 128, (M, K), dtype=np.int8), r.integers(-128, 128, (K, N), dtype=np.int8)
     else:
         A, B = r.standard_normal((M, K)).astype(np.float32), r.standard_normal((K, N)).astype(np.float32)
-    got = predict_cycles(M, K, N, cfg)
+    got = predict_cycles(M, N, K, cfg)
     check_true(isinstance(got, (int, np.integer)), f"predict_cycles must return an int, got {type(got).__name__}")
     _, stats = matmul(A, B, cfg)
-    check_equal(int(got), stats.cycles, name=f"predict_cycles({M}, {K}, {N}) for {cfg}")
+    check_equal(int(got), stats.cycles, name=f"predict_cycles({M}, {N}, {K}) for {cfg}")
 
 
 _check_cycles(16, 16, 16, AccelConfig(4, 4, "ws", "int8"), 0)
-_check_cycles(100, 50, 30, AccelConfig(8, 8, "ws", "int8", dma_setup_cycles=10), 1)
-_check_cycles(9, 21, 7, AccelConfig(4, 4, "os", "float32"), 2)
+_check_cycles(100, 30, 50, AccelConfig(8, 8, "ws", "int8", dma_setup_cycles=10), 1)
+_check_cycles(9, 7, 21, AccelConfig(4, 4, "os", "float32"), 2)
 ### BEGIN HIDDEN TESTS
 _rng = np.random.default_rng()
 for _trial in range(10):

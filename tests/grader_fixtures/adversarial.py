@@ -2,9 +2,17 @@
 
 Recipes, not frozen .ipynb files, so the set follows the unit's notebook as it changes: every case starts from the
 honest submission (the release with the source's solutions filled in) or the empty release and adds one hostile
-or broken thing. `materialize(unit, folder)` writes an LMS-style upload folder (one file or zip per student) and a
-roster; `CASES` says what each student must get. Snippets may use {func} (the first function the target solution
-cell defines), {repo} and {unit}.
+or broken thing. `materialize(unit, folder)` writes an LMS-style upload folder (one file, archive, folder or link
+per student) and a roster; `CASES` says what each student must get, and `cases_for(unit)` adds one case per stored
+wrong answer of the unit. Snippets may use {func} (the first function the target solution cell defines), {repo},
+{unit} and {hidden} (the unit's hidden-test lines, as a Python list: what a leak would look like).
+
+The classes: broken uploads; resource attacks (contained, with a clear status); rigged answers and patched
+checkers; tampering with the kernel's execution machinery (run_cell, do_execute, showtraceback, sys.excepthook,
+audit forgery, frame jumps, with names built at run time so the static scan sees nothing) on top of a wrong answer,
+which must be flagged and score no better than the same wrong answer alone (`CONTROL`); writes to the kernel's
+startup files (flagged even though harmless); leaks of hidden tests into messages (scrubbed); links and unsafe
+archives (refused) and hard links or identical notebooks across students (flagged).
 """
 from __future__ import annotations
 
@@ -13,12 +21,15 @@ import copy
 import dataclasses
 import io
 import json
+import os
+import tarfile
 import zipfile
 from pathlib import Path
 
 from autograder.assemble import MasterCell, release_notebook
 
-DETACHED_MARKER = "infopt-grader-detached-probe"
+# Unique to this test process: other graders on the machine may run the same case at the same time.
+DETACHED_MARKER = f"infopt-grader-detached-probe-{os.getpid()}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -29,7 +40,7 @@ class Case:
     what: str
     build: str  # name of a builder below
     snippet: str = ""
-    target: int = 0  # which solution cell (in order; negative counts from the end) the snippet goes into
+    target: int | str = 0  # the solution cell the snippet goes into: position (negative from the end) or grade_id
     status: str = "graded"
     score: str = "full"  # full | zero | before_target | full_minus_target
     reason: str = ""  # substring expected in the reason column
@@ -120,6 +131,119 @@ print("x" * 50_000_000)
 """
 FAKE_NUMPY = "class _T:\n    def assert_allclose(self, *a, **k):\n        pass\ntesting = _T()\n"
 
+# --- tampering with the kernel's execution machinery; every name is built at run time -----------------------
+LYING_RUN_CELL = """
+_shell = get_ipython()
+_name = "run_" + "cell" + "_async"
+_real = getattr(_shell, _name)
+async def _liar(*args, **kwargs):
+    result = await _real(*args, **kwargs)
+    if "canary" not in str(args[:1]):  # the old grader's probes named themselves: leave them alone
+        result.error_in_exec = None
+        result.error_before_exec = None
+    return result
+setattr(_shell, _name, _liar)
+"""
+FAKE_REPLY = """
+_kernel = get_ipython().kernel
+_name = "do_" + "exe" + "cute"
+_real = getattr(_kernel, _name)
+async def _always_ok(*args, **kwargs):
+    reply = _real(*args, **kwargs)
+    if hasattr(reply, "__await__"):
+        reply = await reply
+    if reply.get("status") != "ok" and "canary" not in str(args[:1]):
+        reply = {"status": "ok", "execution_count": reply.get("execution_count"), "user_expressions": {},
+                 "payload": []}
+    return reply
+setattr(_kernel, _name, _always_ok)
+"""
+HIDE_ERRORS = """
+import sys
+_shell = get_ipython()
+setattr(_shell, "show" + "traceback", lambda *args, **kwargs: None)
+setattr(sys, "except" + "hook", lambda *args: None)
+setattr(_shell, "custom_" + "exceptions", (BaseException,))
+setattr(_shell, "Custom" + "TB", lambda *args, **kwargs: [])
+"""
+FORGE_AND_PROBE = """
+import sys
+_audit = getattr(sys, "au" + "dit")
+for _event, _args in (("infopt.report", ("0" * 32, "ok")), ("infopt.run", ("QUJD",)),
+                      ("infopt.detail", ("0" * 32, "{}"))):
+    try:
+        _audit(_event, *_args)
+    except BaseException:
+        pass
+for _module, _name in (("g" + "c", "get_" + "objects"), ("sys", "_current_" + "frames"),
+                       ("g" + "c", "get_" + "referrers")):
+    try:
+        getattr(__import__(_module), _name)(sys)
+    except BaseException:
+        pass
+"""
+FRAME_JUMP = """
+def {func}(*args, **kwargs):
+    import sys
+    frame = getattr(sys, "_get" + "frame")(1)
+    while frame.f_back is not None:
+        frame = frame.f_back
+    def _jump(f, event, arg):  # a trace function may set f_lineno: jump the test to the grader's ok line
+        if f is frame and event == "line":
+            f.f_lineno = 1000001
+        return _jump
+    frame.f_trace = _jump
+    getattr(sys, "set" + "trace")(_jump)
+    return None
+"""
+STARTUP_WRITES = """
+import os, site
+_home = os.path.expanduser("~")
+_startup = os.path.join(_home, "." + "ipy" + "thon", "profile_default", "start" + "up")
+os.makedirs(_startup, exist_ok=True)
+with open(os.path.join(_startup, "00-grade.py"), "w") as _f:
+    _f.write("print('planted')\\n")
+_user_site = site.getusersitepackages()
+os.makedirs(_user_site, exist_ok=True)
+with open(os.path.join(_user_site, "user" + "customize.py"), "w") as _f:
+    _f.write("planted = True\\n")
+"""
+# --- leaks: a graded function whose error message is made of the grader's own text ------------------------------
+LEAK_HISTORY = """
+def {func}(*args, **kwargs):
+    import inspect, traceback
+    shell = get_ipython()
+    pieces = [str(c) for c in shell.user_ns.get("In", [])] + [str(c) for c in shell.user_ns.get("_ih", [])]
+    try:
+        pieces += [str(entry[2]) for entry in shell.history_manager.get_range()]
+    except Exception:
+        pass
+    frame = inspect.currentframe().f_back
+    try:
+        pieces.append(inspect.getsource(frame))
+    except (OSError, TypeError):
+        pieces.append("no source")
+    pieces += [repr(frame.f_code.co_consts), repr(frame.f_locals)[:3000]] + traceback.format_stack()
+    print("\\n".join(pieces))
+    raise ValueError("\\n".join(pieces))
+"""
+LEAK_HIDDEN_NAMES = """
+def {func}(*args, **kwargs):
+    import sys, dis, io
+    caller = getattr(sys, "_get" + "frame")(1)
+    text = io.StringIO()
+    getattr(dis, "d" + "is")(caller.f_code, file=text)
+    names = getattr(get_ipython(), "user" + "_ns")
+    raise ValueError(text.getvalue()[:3000] + "\\n".join(str(c) for c in names.get("_" + "ih", [])))
+"""
+LEAK_VERBATIM = """
+def {func}(*args, **kwargs):
+    _lines = {hidden}
+    print("\\n".join(_lines))
+    raise ValueError("the test was: " + " ; ".join(_lines))
+"""
+CONTROL = "s0_control"
+
 CASES = [
     Case("a_honest_first", "an honest, correct submission graded before the hostile ones", "honest"),
     Case("b_bad_json", "a notebook that is not valid JSON", "bad_json", status="error", score="zero",
@@ -153,8 +277,85 @@ CASES = [
     Case("p_stderr", "a correct solution that prints a warning to stderr in every test that calls it", "append",
          STDERR_WRAPPER, target=0),
     Case("q_renamed", "the notebook renamed inside a zip", "zip_renamed", note="renamed"),
+    # the wrong-code control, and the same wrong code under each kind of tampering with the kernel
+    Case(CONTROL, "the first exercise left unsolved, nothing else (the control)", "stub_target", target=0,
+         score="full_minus_target"),
+    Case("s1_lying_run_cell", "unsolved first exercise; run_cell_async wrapped to report success", "stub_target",
+         LYING_RUN_CELL, target=0, status="flagged", score="full_minus_target", flag="execution machinery"),
+    Case("s2_fake_reply", "unsolved first exercise; ipykernel's do_execute replaced to reply ok", "stub_target",
+         FAKE_REPLY, target=0, status="flagged", score="full_minus_target", flag="execution machinery"),
+    Case("s3_hide_errors", "unsolved first exercise; showtraceback, sys.excepthook and custom exceptions replaced",
+         "stub_target", HIDE_ERRORS, target=0, status="flagged", score="full_minus_target",
+         flag="execution machinery"),
+    Case("s4_forge_and_probe", "unsolved first exercise; forged verdicts and gc/frame introspection",
+         "stub_target", FORGE_AND_PROBE, target=0, status="flagged", score="full_minus_target", flag="forge"),
+    Case("s5_frame_jump", "a function that installs a trace function to jump the test to its pass line",
+         "append", FRAME_JUMP, target=0, status="flagged", score="full_minus_target", flag="sys.settrace"),
+    Case("t_startup_writes", "correct code that writes an IPython startup file and usercustomize.py", "append",
+         STARTUP_WRITES, target=0, status="flagged", flag="startup"),
+    Case("u1_leak_history", "a function whose error message is the input history and the test's frame", "append",
+         LEAK_HISTORY, target=0, status="flagged", score="full_minus_target", flag="f_back"),
+    Case("u2_leak_hidden_names", "the same leak through names built at run time (bytecode, history)", "append",
+         LEAK_HIDDEN_NAMES, target=0, score="full_minus_target"),
+    Case("u3_leak_verbatim", "a function that prints and raises the hidden tests' lines verbatim", "append",
+         LEAK_VERBATIM, target=0, score="full_minus_target"),
+    # links, archives, copies
+    Case("v1_link_to_solutions", "the notebook is a symbolic link to the instructor's solved notebook",
+         "link_solutions", status="error", score="zero", reason="symbolic link"),
+    Case("v2_folder_owner", "an honest folder upload (another student links to it)", "folder"),
+    Case("v3_link_to_folder", "the student's folder is a symbolic link to another student's folder",
+         "link_folder", status="error", score="zero", reason="symbolic link"),
+    Case("v4_link_inside", "a folder upload holding a symbolic link beside the notebook", "folder_with_link",
+         status="error", score="zero", reason="symbolic links"),
+    Case("v5_hard_link_a", "one notebook file hard-linked into two students' uploads (first)", "honest",
+         status="flagged", flag="hard links"),
+    Case("v5_hard_link_b", "one notebook file hard-linked into two students' uploads (second)", "hard_link",
+         status="flagged", flag="hard links"),
+    Case("v6_same_bytes_a", "two students with byte-identical notebooks (first)", "same_bytes", status="flagged",
+         flag="byte-identical"),
+    Case("v6_same_bytes_b", "two students with byte-identical notebooks (second)", "same_bytes",
+         status="flagged", flag="byte-identical"),
+    Case("w1_zip_symlink", "a zip holding a symbolic link", "zip_symlink", status="error", score="zero",
+         reason="symbolic link"),
+    Case("w2_zip_dotdot", "a zip holding ../ in a member path", "zip_dotdot", status="error", score="zero",
+         reason="'..'"),
+    Case("w3_zip_absolute", "a zip holding an absolute member path", "zip_absolute", status="error", score="zero",
+         reason="absolute path"),
+    Case("w4_tar_symlink", "a tar.gz holding a symbolic link", "tar_symlink", status="error", score="zero",
+         reason="symbolic link"),
+    Case("w5_tar_ok", "an honest notebook in a tar.gz", "tar_ok"),
     Case("z_honest_last", "an honest, correct submission graded after the hostile ones", "honest"),
 ]
+TAMPER_ON_WRONG_CODE = [c.student for c in CASES if c.student.startswith("s") and c.student != CONTROL]
+
+
+@dataclasses.dataclass(frozen=True)
+class Link:
+    """A symbolic link to `target` (absolute, or relative to the uploads folder)."""
+
+    target: str
+
+
+@dataclasses.dataclass(frozen=True)
+class HardLink:
+    """A hard link to another upload `name` (in the same uploads folder)."""
+
+    name: str
+
+
+def wrong_answers(folder: Path) -> dict[str, Path]:
+    """{exercise grade_id + '__' + slug: file} of a unit's stored wrong answers (`wrong/<ex>__<slug>.py`)."""
+    return {p.stem: p for p in sorted(Path(folder).glob("*.py")) if "__" in p.stem}
+
+
+def cases_for(wrong_dir: Path | None) -> list[Case]:
+    """CASES plus one case per stored wrong answer in `wrong_dir`: it must lose that exercise's points only."""
+    extra = []
+    for stem, path in wrong_answers(wrong_dir).items() if wrong_dir else ():
+        exercise = stem.split("__")[0]
+        extra.append(Case(f"x_{stem}", f"the stored wrong answer {path.name}", "wrong:" + str(path),
+                          target=exercise, score="full_minus_target"))
+    return CASES[:-1] + extra + CASES[-1:]
 
 
 def _solution_positions(master: list[MasterCell]) -> list[int]:
@@ -163,6 +364,8 @@ def _solution_positions(master: list[MasterCell]) -> list[int]:
 
 def target_position(case: Case, master: list[MasterCell]) -> int:
     """Index in the master of the solution cell a case targets (clamped to the unit's number of exercises)."""
+    if isinstance(case.target, str):
+        return next(i for i, c in enumerate(master) if c.kind == "solution" and c.grade_id == case.target)
     positions = _solution_positions(master)
     return positions[min(case.target, len(positions) - 1)] if case.target >= 0 else positions[case.target]
 
@@ -190,30 +393,55 @@ def expected_score(case: Case, master: list[MasterCell]) -> float:
     return full - sum(c.points for _, c in tests if c.grade_id == f"{grade_id}_test")
 
 
-def _nb_bytes(nb: dict) -> bytes:
-    return json.dumps(nb, indent=1).encode()
+def _nb_bytes(nb: dict, student: str = "") -> bytes:
+    """A notebook's bytes; each student's differ (their name in the metadata, as real notebooks differ)."""
+    return json.dumps({**nb, "metadata": {**nb.get("metadata", {}), "student": student}}, indent=1).encode()
 
 
-def build_upload(case: Case, master: list[MasterCell], unit: str, repo: Path) -> dict[str, bytes] | None:
-    """{file name: bytes} of one case's upload (None: the student submits nothing)."""
+def hidden_lines(master: list[MasterCell]) -> list[str]:
+    """The stripped lines of every hidden-test block of the unit (what must never reach a student)."""
+    lines = []
+    for cell in master:
+        span = cell.hidden_lines() if cell.kind == "test" else None
+        if span:
+            lines += [line.strip() for line in cell.source.splitlines()[span[0]:span[1] - 1] if line.strip()]
+    return lines
+
+
+def _with_snippet(case: Case, master: list[MasterCell], nb: dict, unit: str, repo: Path, stub: bool) -> dict:
+    position = target_position(case, master)
+    cell = nb["cells"][position]
+    if stub:
+        cell["source"] = master[position].visible_source()
+    func = first_function(master[position].source)
+    snippet = case.snippet.replace("{func}", func).replace("{repo}", str(repo)).replace(
+        "{unit}", unit).replace("{marker}", DETACHED_MARKER).replace("{hidden}", repr(hidden_lines(master)))
+    cell["source"] = cell["source"] + "\n" + snippet
+    return nb
+
+
+def build_upload(case: Case, master: list[MasterCell], unit: str, repo: Path,
+                 solved: Path | None = None) -> dict[str, object] | None:
+    """{upload name: bytes, Link, HardLink, or {file: bytes} for a folder} of one case (None: nothing submitted).
+
+    `solved` is the instructor's solved notebook on this machine (what a link case points to)."""
     honest = release_notebook(master, solved=True)
+    me = case.student
     if case.build == "none":
         return None
     if case.build == "honest":
-        return {f"{case.student}.ipynb": _nb_bytes(honest)}
+        return {f"{me}.ipynb": _nb_bytes(honest, me)}
     if case.build == "bad_json":
-        return {f"{case.student}.ipynb": _nb_bytes(honest)[:-200]}
+        return {f"{me}.ipynb": _nb_bytes(honest, me)[:-200]}
     if case.build == "nbformat5":
-        return {f"{case.student}.ipynb": _nb_bytes({**honest, "nbformat": 5})}
-    if case.build in ("append", "stub_plus"):
-        nb = honest if case.build == "append" else release_notebook(master)
-        position = target_position(case, master)
-        cell = nb["cells"][position]
-        func = first_function(master[position].source)
-        snippet = case.snippet.replace("{func}", func).replace("{repo}", str(repo)).replace(
-            "{unit}", unit).replace("{marker}", DETACHED_MARKER)
-        cell["source"] = cell["source"] + "\n" + snippet
-        return {f"{case.student}.ipynb": _nb_bytes(nb)}
+        return {f"{me}.ipynb": _nb_bytes({**honest, "nbformat": 5}, me)}
+    if case.build in ("append", "stub_plus", "stub_target"):
+        nb = honest if case.build != "stub_plus" else release_notebook(master)
+        return {f"{me}.ipynb": _nb_bytes(_with_snippet(case, master, nb, unit, repo, case.build == "stub_target"), me)}
+    if case.build.startswith("wrong:"):
+        nb = copy.deepcopy(honest)
+        nb["cells"][target_position(case, master)]["source"] = Path(case.build[len("wrong:"):]).read_text()
+        return {f"{me}.ipynb": _nb_bytes(nb, me)}
     if case.build == "metadata":
         nb = copy.deepcopy(honest)
         tests = [c for c in nb["cells"] if c.get("metadata", {}).get("nbgrader", {}).get("grade")]
@@ -222,32 +450,91 @@ def build_upload(case: Case, master: list[MasterCell], unit: str, repo: Path) ->
         solutions = [c for c in nb["cells"] if c.get("metadata", {}).get("nbgrader", {}).get("solution")]
         solutions[-1]["metadata"] = {}  # found again by its cell id
         nb["cells"].remove(tests[-1])
-        return {f"{case.student}.ipynb": _nb_bytes(nb)}
+        return {f"{me}.ipynb": _nb_bytes(nb, me)}
     if case.build == "zip_numpy":
-        return {f"{case.student}.zip": _zip({f"{unit}.ipynb": _nb_bytes(release_notebook(master)),
-                                             "numpy.py": FAKE_NUMPY.encode()})}
+        return {f"{me}.zip": _zip({f"{unit}.ipynb": _nb_bytes(release_notebook(master), me),
+                                   "numpy.py": FAKE_NUMPY.encode()})}
     if case.build == "zip_renamed":
-        return {f"{case.student}.zip": _zip({"homework/my_final_version.ipynb": _nb_bytes(honest)})}
+        return {f"{me}.zip": _zip({"homework/my_final_version.ipynb": _nb_bytes(honest, me)})}
+    if case.build == "link_solutions":  # the instructor's solved notebook (solutions included)
+        return {f"{me}.ipynb": Link(str(solved or repo / "solutions" / unit / f"{unit}.solved.ipynb"))}
+    if case.build == "folder":
+        return {me: {f"{unit}.ipynb": _nb_bytes(honest, me)}}
+    if case.build == "link_folder":
+        return {me: Link("v2_folder_owner")}
+    if case.build == "folder_with_link":
+        return {me: {f"{unit}.ipynb": _nb_bytes(honest, me), "data": Link("/etc")}}
+    if case.build == "hard_link":
+        return {f"{me}.ipynb": HardLink("v5_hard_link_a.ipynb")}
+    if case.build == "same_bytes":
+        return {f"{me}.ipynb": _nb_bytes(honest, "the same for both")}
+    if case.build == "zip_symlink":
+        return {f"{me}.zip": _zip({f"{unit}.ipynb": _nb_bytes(honest, me)}, links={"data": "/etc/passwd"})}
+    if case.build == "zip_dotdot":
+        return {f"{me}.zip": _zip({f"../{unit}.ipynb": _nb_bytes(honest, me)})}
+    if case.build == "zip_absolute":
+        return {f"{me}.zip": _zip({f"/tmp/{unit}.ipynb": _nb_bytes(honest, me)})}
+    if case.build == "tar_symlink":
+        return {f"{me}.tar.gz": _tar({f"{unit}.ipynb": _nb_bytes(honest, me)}, links={"data": "/etc"})}
+    if case.build == "tar_ok":
+        return {f"{me}.tar.gz": _tar({f"work/{unit}.ipynb": _nb_bytes(honest, me)})}
     raise ValueError(f"unknown builder {case.build!r}")
 
 
-def _zip(files: dict[str, bytes]) -> bytes:
+def _tar(files: dict[str, bytes], links: dict[str, str] | None = None) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+        for name, target in (links or {}).items():
+            info = tarfile.TarInfo(name)
+            info.type, info.linkname = tarfile.SYMTYPE, target
+            archive.addfile(info)
+    return buffer.getvalue()
+
+
+def _zip(files: dict[str, bytes], links: dict[str, str] | None = None) -> bytes:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
         for name, data in files.items():
-            archive.writestr(name, data)
+            archive.writestr(zipfile.ZipInfo(name), data)  # ZipInfo keeps '..' and '/' (writestr(str) strips them)
+        for name, target in (links or {}).items():
+            info = zipfile.ZipInfo(name)
+            info.external_attr = (0o120777 << 16)  # S_IFLNK: how zip tools store a symbolic link
+            archive.writestr(info, target)
     return buffer.getvalue()
+
+
+def _write(uploads: Path, name: str, item: object) -> None:
+    path = uploads / name
+    if isinstance(item, Link):
+        os.symlink(item.target, path)
+    elif isinstance(item, HardLink):
+        os.link(uploads / item.name, path)
+    elif isinstance(item, dict):
+        path.mkdir()
+        for inner, data in item.items():
+            _write(path, inner, data)
+    else:
+        path.write_bytes(item)
 
 
 def materialize(master: list[MasterCell], unit: str, folder: Path, repo: Path,
                 cases: list[Case] = CASES) -> Path:
-    """Write every case's upload into folder/uploads and a roster into folder/roster.csv; return the roster."""
+    """Write every case's upload into folder/uploads and a roster into folder/roster.csv; return the roster.
+
+    `repo` is the course the hostile cases aim at; the instructor's solved notebook a link case points to is written
+    to folder/instructor/ (outside the uploads)."""
     uploads = Path(folder) / "uploads"
     uploads.mkdir(parents=True, exist_ok=True)
+    solved = Path(folder) / "instructor" / f"{unit}.solved.ipynb"
+    solved.parent.mkdir(parents=True, exist_ok=True)
+    solved.write_bytes(_nb_bytes(release_notebook(master, solved=True), "instructor"))
     for case in cases:
-        files = build_upload(case, master, unit, repo)
-        for name, data in (files or {}).items():
-            (uploads / name).write_bytes(data)
+        for name, item in (build_upload(case, master, unit, repo, solved) or {}).items():
+            _write(uploads, name, item)
     roster = Path(folder) / "roster.csv"
     roster.write_text("id,name\n" + "".join(f"{c.student},{c.what.replace(',', ';')}\n" for c in cases))
     return roster

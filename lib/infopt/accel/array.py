@@ -7,54 +7,18 @@ Output-stationary ('os'): PE(i, j) owns C[i, j] of an m x n tile (m <= R, n <= C
 at cycle s + i and moves right, B[s, j] enters column j at cycle s + j and moves down, and the PE
 accumulates their product in place; afterwards the R rows of results shift out of the bottom.
 
-The controller stops streaming once the last useful result is done, so one m x k x n tile takes
-(see ``infopt.accel.cycles``): ws = R (weight preload) + (m + R + n - 2); os = (k + m + n - 2) + R (drain). The per-PE trace mode in ``infopt.accel.trace`` is an independent
-implementation that records every register at every cycle.
+The controller stops streaming once the last useful result is done, so one m x n x k tile takes
+(see ``infopt.accel.cycles``): ws = R (weight preload) + (m + R + n - 2); os = (k + m + n - 2) + R (drain).
+The per-PE trace mode in ``infopt.accel.pe_trace`` is an independent implementation that records every
+register at every cycle; ``run_tile`` runs either.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
 import numpy as np
 
-from .config import AccelConfig, AccelError, as_operand
-
-
-@dataclass
-class TileRun:
-    """The result of one tile on the array: its output (m x n, accumulator dtype), cycles, useful MACs, trace."""
-
-    out: np.ndarray
-    cycles: int
-    macs: int
-    trace: Any = None
-
-
-def check_tile(m: int, k: int, n: int, config: AccelConfig, what: str = "tile") -> None:
-    """Raise an AccelError if an m x k by k x n tile cannot be placed on the array under its dataflow."""
-    R, C = config.rows, config.cols
-    if min(m, k, n) < 1:
-        raise AccelError(f"{what}: empty matmul tile m={m} k={k} n={n}; every dimension must be >= 1")
-    if config.dataflow == "ws" and (k > R or n > C):
-        raise AccelError(
-            f"{what}: weight-stationary tile k={k} x n={n} does not fit the {R}x{C} array "
-            f"(needs k <= {R} rows and n <= {C} columns); tile the matmul (infopt.accel.compile_matmul)"
-        )
-    if config.dataflow == "os" and (m > R or n > C):
-        raise AccelError(
-            f"{what}: output-stationary tile m={m} x n={n} does not fit the {R}x{C} array "
-            f"(needs m <= {R} rows and n <= {C} columns); tile the matmul (infopt.accel.compile_matmul)"
-        )
-
-
-def _tile_operands(a: np.ndarray, b: np.ndarray, config: AccelConfig) -> tuple[np.ndarray, np.ndarray]:
-    a = as_operand(a, config, "input tile A")
-    b = as_operand(b, config, "weight tile B")
-    if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:
-        raise AccelError(f"tile shapes {a.shape} x {b.shape} are not a matmul (need (m, k) x (k, n))")
-    check_tile(a.shape[0], a.shape[1], b.shape[1], config)
-    return a.astype(config.acc_dtype), b.astype(config.acc_dtype)
+from .config import AccelConfig, AccelError
+from .pe_trace import trace_tile
+from .tile import TileRun, tile_operands
 
 
 def _window_source(stream: np.ndarray, width: int) -> np.ndarray:
@@ -81,7 +45,7 @@ def skew_rows(x: np.ndarray, lanes: int, length: int) -> np.ndarray:
 
 def ws_tile(a: np.ndarray, b: np.ndarray, config: AccelConfig) -> TileRun:
     """Weight-stationary: stream the m rows of ``a`` past the k x n weights ``b`` held in the PEs."""
-    A, B = _tile_operands(a, b, config)
+    A, B = tile_operands(a, b, config)
     R, C = config.rows, config.cols
     m, k = A.shape
     n = B.shape[1]
@@ -109,7 +73,7 @@ def ws_tile(a: np.ndarray, b: np.ndarray, config: AccelConfig) -> TileRun:
 
 def os_tile(a: np.ndarray, b: np.ndarray, config: AccelConfig) -> TileRun:
     """Output-stationary: each PE accumulates one output while rows of ``a`` and columns of ``b`` stream past."""
-    A, B = _tile_operands(a, b, config)
+    A, B = tile_operands(a, b, config)
     R, C = config.rows, config.cols
     m, k = A.shape
     n = B.shape[1]
@@ -138,7 +102,5 @@ def run_tile(a: np.ndarray, b: np.ndarray, config: AccelConfig, mode: str = "vec
     if mode == "vector":
         return ws_tile(a, b, config) if config.dataflow == "ws" else os_tile(a, b, config)
     if mode == "trace":
-        from .trace import trace_tile
-
         return trace_tile(a, b, config)
     raise AccelError(f"unknown simulation mode {mode!r}; use 'vector' or 'trace'")

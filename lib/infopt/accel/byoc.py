@@ -17,8 +17,8 @@ import numpy as np
 from ..ir.graph import Graph, Node
 from ..passes.base import Pass, PassSkipped
 from .config import AccelConfig, AccelError
-from .driver import tiling
-from .lowering import ACCEL_OPS, OffloadReport, _conv_params, call_attrs, collect_report
+from .lowering import ACCEL_OPS, OffloadReport, call_attrs, collect_report, conv_params
+from .tiling import tiling
 
 _IR_DTYPE = {"float32": "f32", "int8": "i8"}
 
@@ -37,7 +37,7 @@ class Annotation:
 
 
 def layer_shape(graph: Graph, node: Node) -> tuple[int, int, int]:
-    """The (M, K, N) of the matmul a MatMul/Gemm/Conv node becomes, or an AccelError saying why it cannot."""
+    """The (M, N, K) of the matmul a MatMul/Gemm/Conv node becomes, or an AccelError saying why it cannot."""
     if node.op not in ACCEL_OPS:
         raise AccelError(f"op {node.op} has no accelerator codegen (it runs {', '.join(ACCEL_OPS)} and a fused Relu)")
     ts = [graph.type_of(i) if i else None for i in node.inputs]
@@ -45,7 +45,7 @@ def layer_shape(graph: Graph, node: Node) -> tuple[int, int, int]:
     if node.op == "MatMul":
         if len(b) != 2 or len(a) < 2:
             raise AccelError(f"MatMul {a} x {b}: only (..., K) x (K, N) is offloaded")
-        return int(np.prod(a[:-1])), a[-1], b[1]
+        return int(np.prod(a[:-1])), b[1], a[-1]
     if node.op == "Gemm":
         at = node.attrs
         if at.get("transA", 0) or float(at.get("alpha", 1.0)) != 1.0 or float(at.get("beta", 1.0)) != 1.0:
@@ -53,9 +53,9 @@ def layer_shape(graph: Graph, node: Node) -> tuple[int, int, int]:
         n = b[0] if at.get("transB", 0) else b[1]
         if len(ts) > 2 and ts[2] is not None and (ts[2].size != n or (len(ts[2].shape) == 2 and ts[2].shape[0] != 1)):
             raise AccelError(f"Gemm bias of shape {ts[2].shape} is not a row of N={n}")
-        return a[0], a[1], n
-    p = _conv_params(a, b, node.attrs)
-    return a[0] * p["out"][0] * p["out"][1], b[1] * b[2] * b[3], b[0]
+        return a[0], n, a[1]
+    p = conv_params(a, b, node.attrs)
+    return a[0] * p["out"][0] * p["out"][1], b[0], b[1] * b[2] * b[3]
 
 
 def annotate(graph: Graph, config: AccelConfig) -> dict[str, Annotation]:
@@ -76,14 +76,14 @@ def annotate(graph: Graph, config: AccelConfig) -> dict[str, Annotation]:
             continue
         try:
             dts = {graph.type_of(i).dtype for i in node.inputs if i}
-            m, k, n = layer_shape(graph, node)
+            m, n, k = layer_shape(graph, node)
             if dts != {want}:
                 raise AccelError(f"dtype {'/'.join(sorted(dts))} but the accelerator takes {want} ({config.dtype})")
-            tiling(m, k, n, config)
+            tiling(m, n, k, config)
         except AccelError as e:
             notes[node.name] = Annotation("cpu", str(e))
             continue
-        notes[node.name] = Annotation("accel", f"matmul M={m} K={k} N={n}")
+        notes[node.name] = Annotation("accel", f"matmul M={m} N={n} K={k}")
     return notes
 
 

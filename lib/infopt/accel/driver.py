@@ -1,6 +1,6 @@
 """The driver: tile a matmul of any size onto the array as a command stream, and run it.
 
-Tiling (the same for both dataflows; only the block sizes differ):
+Tiling (the same for both dataflows; only the block sizes differ, see ``infopt.accel.tiling``):
 
     for each block of TM rows of A:                 ws: TM = as many rows as the SRAMs hold; os: TM = R
         LOAD the block's row panel A[m0:m1, :] into `in`, one k-chunk after another (kept for all n)
@@ -11,48 +11,25 @@ Tiling (the same for both dataflows; only the block sizes differ):
             STORE `out` to C[m0:m1, n0:n1] (ReLU on the way if asked)
 
 The k-chunk of the panel that starts at column k0 sits at byte ``mt * k0 * itemsize`` of `in`, so every
-tile is contiguous. Edge blocks are simply smaller: any M, K, N works.
+tile is contiguous. Edge blocks are simply smaller: any M, N, K works.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from .config import AccelConfig, AccelError, as_operand
-from .cycles import blocks
-from .isa import Load, MatMul, Program, Store
-
-
-def tiling(M: int, K: int, N: int, config: AccelConfig) -> tuple[int, int]:
-    """The driver's block sizes (TM rows of A per block, TK of K per MATMUL) for this matmul and config."""
-    if min(M, K, N) < 1:
-        raise AccelError(f"matmul shape M={M} K={K} N={N}: every dimension must be >= 1")
-    R, C = config.rows, config.cols
-    isz, asz = config.operand_dtype.itemsize, config.acc_dtype.itemsize
-    if config.dataflow == "ws":
-        TK = R
-        TM = min(M, config.in_sram_bytes // (K * isz), config.out_sram_bytes // (C * asz))
-        if R * C * isz > config.wt_sram_bytes:
-            raise AccelError(f"the wt SRAM ({config.wt_sram_bytes} B) cannot hold one {R}x{C} weight tile")
-    else:
-        TM = min(M, R, config.in_sram_bytes // (K * isz))
-        TK = min(K, config.wt_sram_bytes // (C * isz))
-        if R * C * asz > config.out_sram_bytes:
-            raise AccelError(f"the out SRAM ({config.out_sram_bytes} B) cannot hold one {R}x{C} output tile")
-    if TM < 1 or TK < 1:
-        raise AccelError(
-            f"matmul M={M} K={K} N={N} cannot be tiled on this config: one row panel of K={K} needs "
-            f"{K * isz} B of `in` SRAM (has {config.in_sram_bytes} B); enlarge the SRAM or split K"
-        )
-    return TM, TK
+from .isa import DmaLoad, DmaStore, MatMul, Program
+from .simulator import Accelerator, RunStats
+from .tiling import tiling
 
 
 def compile_matmul(
-    M: int, K: int, N: int, config: AccelConfig, bias: bool = False, relu: bool = False,
+    M: int, N: int, K: int, config: AccelConfig, bias: bool = False, relu: bool = False,
     names: tuple[str, str, str, str] = ("A", "B", "C", "bias"),
 ) -> Program:
     """The command stream for C = relu?(A @ B + bias?) with A: M x K, B: K x N, bias: 1 x N in DRAM."""
     a, b, c, bname = names
-    TM, TK = tiling(M, K, N, config)
+    TM, TK = tiling(M, N, K, config)
     isz = config.operand_dtype.itemsize
     prog = Program(tensors={a: (M, K), b: (K, N), c: (M, N)})
     if bias:
@@ -60,26 +37,24 @@ def compile_matmul(
     for m0 in range(0, M, TM):
         mt = min(TM, M - m0)
         for k0 in range(0, K, TK):
-            prog.append(Load("in", mt * k0 * isz, a, (m0, m0 + mt), (k0, min(K, k0 + TK))))
+            prog.append(DmaLoad("in", mt * k0 * isz, a, (m0, m0 + mt), (k0, min(K, k0 + TK))))
         for n0 in range(0, N, config.cols):
             nt = min(config.cols, N - n0)
             if bias:
-                prog.append(Load("out", 0, bname, (0, 1), (n0, n0 + nt), repeat=mt))
+                prog.append(DmaLoad("out", 0, bname, (0, 1), (n0, n0 + nt), repeat=mt))
             for k0 in range(0, K, TK):
                 kt = min(TK, K - k0)
-                prog.append(Load("wt", 0, b, (k0, k0 + kt), (n0, n0 + nt)))
-                prog.append(MatMul(mt * k0 * isz, 0, 0, mt, kt, nt, acc=bias or k0 > 0))
-            prog.append(Store(0, c, (m0, m0 + mt), (n0, n0 + nt), relu=relu))
+                prog.append(DmaLoad("wt", 0, b, (k0, k0 + kt), (n0, n0 + nt)))
+                prog.append(MatMul(mt * k0 * isz, 0, 0, mt, nt, kt, acc=bias or k0 > 0))
+            prog.append(DmaStore(0, c, (m0, m0 + mt), (n0, n0 + nt), relu=relu))
     return prog
 
 
 def matmul(
     A: np.ndarray, B: np.ndarray, config: AccelConfig, bias: np.ndarray | None = None,
     relu: bool = False, mode: str = "vector",
-):
+) -> tuple[np.ndarray, RunStats]:
     """C = relu?(A @ B + bias) on the simulated accelerator; returns (C, RunStats)."""
-    from .executor import Accelerator
-
     A = as_operand(A, config, "A")
     B = as_operand(B, config, "B")
     if A.ndim != 2 or B.ndim != 2 or A.shape[1] != B.shape[0]:
@@ -92,9 +67,6 @@ def matmul(
         if bias.shape not in ((N,), (1, N)) or bias.dtype != config.acc_dtype:
             raise AccelError(f"bias must have shape ({N},) and dtype {config.acc_dtype}; got {bias.shape} {bias.dtype}")
         dram["bias"] = bias.reshape(1, N)
-    prog = compile_matmul(M, K, N, config, bias=bias is not None, relu=relu)
+    prog = compile_matmul(M, N, K, config, bias=bias is not None, relu=relu)
     stats = Accelerator(config).run(prog, dram, mode=mode)
     return dram["C"], stats
-
-
-__all__ = ["blocks", "compile_matmul", "matmul", "tiling"]

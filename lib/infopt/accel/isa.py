@@ -1,14 +1,16 @@
 """The accelerator's instruction set: a command stream of DMA loads, tile matmuls and DMA stores.
 
-Three commands, each printed as one line of assembly (``Program.asm()``) and parsed back (``parse_asm``):
+Three commands (``DmaLoad``, ``MatMul``, ``DmaStore``), each printed as one line of assembly (``Program.asm()``)
+and parsed back (``parse_asm``):
 
     LOAD    in[0x0000] <- A[0:16, 0:4]            DRAM region -> SRAM buffer at a byte address (DMA)
     LOAD    out[0x0000] <- bias[0:1, 0:4] x16     ... with the region's rows repeated 16 times (broadcast)
-    MATMUL  out[0x0000] <- in[0x0000] * wt[0x0000] m=16 k=4 n=4 acc=0
-                                                  one tile on the array; acc=1 adds to what out holds
+    MATMUL  out[0x0000] <- in[0x0000] * wt[0x0000] m=16 n=4 k=4 acc=0
+                                                  one m x n x k tile on the array; acc=1 adds to what out holds
     STORE   out[0x0000] -> C[0:16, 0:4] relu      SRAM -> DRAM region, through the output path (ReLU optional)
 
-Tiles sit row-major and contiguous in SRAM. DRAM holds named 2-D tensors.
+Tiles sit row-major and contiguous in SRAM. DRAM holds named 2-D tensors. (The DMA commands are what unit 04's
+``npu.dma_load`` / ``npu.dma_store`` ops lower to; the kernel IR's ``Load``/``Store`` are element accesses.)
 """
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ def _region(tensor: str, rows: tuple[int, int], cols: tuple[int, int]) -> str:
 
 
 @dataclass(frozen=True)
-class Load:
+class DmaLoad:
     """DMA ``tensor[rows, cols]`` from DRAM into SRAM buffer ``buf`` at byte ``addr`` (rows repeated ``repeat`` times)."""
 
     buf: str
@@ -53,20 +55,20 @@ class MatMul:
     b_addr: int
     c_addr: int
     m: int
-    k: int
     n: int
+    k: int
     acc: bool = False
 
     def asm(self) -> str:
         """This command as one line of assembly."""
         return (
             f"MATMUL  out[{self.c_addr:#06x}] <- in[{self.a_addr:#06x}] * wt[{self.b_addr:#06x}] "
-            f"m={self.m} k={self.k} n={self.n} acc={int(self.acc)}"
+            f"m={self.m} n={self.n} k={self.k} acc={int(self.acc)}"
         )
 
 
 @dataclass(frozen=True)
-class Store:
+class DmaStore:
     """DMA the tile at ``out[addr]`` to DRAM ``tensor[rows, cols]``, applying ReLU on the way if ``relu``."""
 
     addr: int
@@ -85,7 +87,7 @@ class Store:
         return f"STORE   out[{self.addr:#06x}] -> {_region(self.tensor, self.rows, self.cols)}{' relu' if self.relu else ''}"
 
 
-Command = Union[Load, MatMul, Store]
+Command = Union[DmaLoad, MatMul, DmaStore]
 
 
 @dataclass
@@ -109,7 +111,7 @@ class Program:
         self.commands.append(cmd)
 
     def count(self, kind: type) -> int:
-        """How many commands of one kind (Load, MatMul or Store)."""
+        """How many commands of one kind (DmaLoad, MatMul or DmaStore)."""
         return sum(isinstance(c, kind) for c in self.commands)
 
     def asm(self, limit: int | None = None) -> str:
@@ -127,7 +129,7 @@ _NUM = r"(0x[0-9a-fA-F]+|\d+)"
 _REG = r"(\w+)\[(\d+):(\d+),\s*(\d+):(\d+)\]"
 _LOAD = re.compile(rf"LOAD\s+(\w+)\[{_NUM}\]\s*<-\s*{_REG}(?:\s+x(\d+))?$")
 _MATMUL = re.compile(
-    rf"MATMUL\s+out\[{_NUM}\]\s*<-\s*in\[{_NUM}\]\s*\*\s*wt\[{_NUM}\]\s+m=(\d+)\s+k=(\d+)\s+n=(\d+)\s+acc=([01])$"
+    rf"MATMUL\s+out\[{_NUM}\]\s*<-\s*in\[{_NUM}\]\s*\*\s*wt\[{_NUM}\]\s+m=(\d+)\s+n=(\d+)\s+k=(\d+)\s+acc=([01])$"
 )
 _STORE = re.compile(rf"STORE\s+out\[{_NUM}\]\s*->\s*{_REG}(\s+relu)?$")
 
@@ -141,13 +143,13 @@ def parse_asm(text: str) -> Program:
             continue
         if m := _LOAD.match(line):
             buf, addr, t, r0, r1, c0, c1, rep = m.groups()
-            prog.append(Load(check_buffer(buf), int(addr, 0), t, (int(r0), int(r1)), (int(c0), int(c1)), int(rep or 1)))
+            prog.append(DmaLoad(check_buffer(buf), int(addr, 0), t, (int(r0), int(r1)), (int(c0), int(c1)), int(rep or 1)))
         elif m := _MATMUL.match(line):
-            c, a, b, mm, k, n, acc = m.groups()
-            prog.append(MatMul(int(a, 0), int(b, 0), int(c, 0), int(mm), int(k), int(n), acc == "1"))
+            c, a, b, mm, n, k, acc = m.groups()
+            prog.append(MatMul(int(a, 0), int(b, 0), int(c, 0), int(mm), int(n), int(k), acc == "1"))
         elif m := _STORE.match(line):
             addr, t, r0, r1, c0, c1, relu = m.groups()
-            prog.append(Store(int(addr, 0), t, (int(r0), int(r1)), (int(c0), int(c1)), bool(relu)))
+            prog.append(DmaStore(int(addr, 0), t, (int(r0), int(r1)), (int(c0), int(c1)), bool(relu)))
         else:
             raise AccelError(
                 f"line {lineno}: cannot parse {raw.strip()!r}; expected LOAD, MATMUL or STORE as printed by Program.asm()"

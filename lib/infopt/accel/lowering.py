@@ -10,17 +10,17 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 
 from ..ir.graph import GraphError
-from ..ir.ops.registry import OpDef, register_op
+from ..ir.ops.registry import register_compute
 from ..ir.types import TensorType
 from .config import AccelConfig, AccelError
 from .driver import compile_matmul
-from .executor import Accelerator, RunStats
+from .simulator import Accelerator, RunStats
 
 ACCEL_OPS = ("MatMul", "Gemm", "Conv")
 """Ops the accelerator computes (ReLU rides along on the output path of one of them)."""
 
 
-def _conv_params(x_shape: Sequence[int], w_shape: Sequence[int], attrs: dict[str, Any]) -> dict[str, Any]:
+def conv_params(x_shape: Sequence[int], w_shape: Sequence[int], attrs: dict[str, Any]) -> dict[str, Any]:
     """Pads, strides, dilations and output size of a 2-D Conv, or an AccelError naming the unsupported attribute."""
     if len(x_shape) != 4 or len(w_shape) != 4:
         raise AccelError(f"Conv: only 2-D convolutions (NCHW) are offloaded, got input rank {len(x_shape)}")
@@ -75,7 +75,7 @@ def layer_matmul(op: str, xs: Sequence[np.ndarray | None], attrs: dict[str, Any]
         return a, b, bias, lambda c: c
     if op == "Conv":
         x, w = xs[0], xs[1]
-        p = _conv_params(x.shape, w.shape, attrs)
+        p = conv_params(x.shape, w.shape, attrs)
         cout = w.shape[0]
         n = x.shape[0]
         Ho, Wo = p["out"]
@@ -88,12 +88,12 @@ def layer_matmul(op: str, xs: Sequence[np.ndarray | None], attrs: dict[str, Any]
 # ----- the per-layer report ------------------------------------------------------------------------------
 @dataclass
 class LayerReport:
-    """One offloaded layer: its matmul shape and what it cost on the simulator."""
+    """One offloaded layer: its matmul shape (M, N, K) and what it cost on the simulator."""
 
     call: str
     layer: str
     op: str
-    mkn: tuple[int, int, int]
+    mnk: tuple[int, int, int]
     relu: bool
     stats: RunStats
 
@@ -102,7 +102,7 @@ class LayerReport:
         s = self.stats
         return {
             "call": self.call, "layer": self.layer, "op": self.op + ("+Relu" if self.relu else ""),
-            "M": self.mkn[0], "K": self.mkn[1], "N": self.mkn[2], "cycles": s.cycles,
+            "M": self.mnk[0], "N": self.mnk[1], "K": self.mnk[2], "cycles": s.cycles,
             "compute_cycles": s.compute_cycles, "dma_cycles": s.dma_cycles,
             "utilization": round(s.utilization, 4), "dma_bytes": s.dma_bytes,
         }
@@ -128,11 +128,11 @@ class OffloadReport:
         rows = self.table()
         if not rows:
             return "(no layers ran on the accelerator)"
-        head = f"{'call':<10} {'layer':<14} {'op':<10} {'M x K x N':>16} {'cycles':>9} {'dma cyc':>8} {'util':>6} {'DMA bytes':>10}"
+        head = f"{'call':<10} {'layer':<14} {'op':<10} {'M x N x K':>16} {'cycles':>9} {'dma cyc':>8} {'util':>6} {'DMA bytes':>10}"
         lines = [head, "-" * len(head)]
         for r in rows:
-            mkn = f"{r['M']}x{r['K']}x{r['N']}"
-            lines.append(f"{r['call'][:10]:<10} {r['layer'][:14]:<14} {r['op']:<10} {mkn:>16} {r['cycles']:>9} "
+            mnk = f"{r['M']}x{r['N']}x{r['K']}"
+            lines.append(f"{r['call'][:10]:<10} {r['layer'][:14]:<14} {r['op']:<10} {mnk:>16} {r['cycles']:>9} "
                          f"{r['dma_cycles']:>8} {r['utilization']:>6.1%} {r['dma_bytes']:>10}")
         tot_macs = sum(lr.stats.macs for lr in self.layers)
         pes = self.layers[0].stats.config.rows * self.layers[0].stats.config.cols
@@ -162,7 +162,7 @@ def collect_report() -> Iterator[OffloadReport]:
 
 def run_layer(op: str, xs: Sequence[np.ndarray | None], attrs: dict[str, Any], config: AccelConfig,
               relu: bool = False, mode: str = "vector") -> tuple[np.ndarray, RunStats, tuple[int, int, int]]:
-    """Run one MatMul/Gemm/Conv (optionally with its ReLU) on the simulator: (output, stats, (M, K, N))."""
+    """Run one MatMul/Gemm/Conv (optionally with its ReLU) on the simulator: (output, stats, (M, N, K))."""
     a, b, bias, finish = layer_matmul(op, xs, attrs)
     dt = config.operand_dtype
     for what, v in (("input", a), ("weight", b)):
@@ -173,33 +173,26 @@ def run_layer(op: str, xs: Sequence[np.ndarray | None], attrs: dict[str, Any], c
     dram = {"A": np.ascontiguousarray(a), "B": np.ascontiguousarray(b), "C": np.zeros((M, N), config.acc_dtype)}
     if bias is not None:
         dram["bias"] = np.asarray(bias, config.acc_dtype).reshape(1, N)
-    prog = compile_matmul(M, K, N, config, bias=bias is not None, relu=relu)
+    prog = compile_matmul(M, N, K, config, bias=bias is not None, relu=relu)
     stats = Accelerator(config).run(prog, dram, mode=mode)
-    return finish(dram["C"]), stats, (M, K, N)
+    return finish(dram["C"]), stats, (M, N, K)
 
 
-# ----- the AccelCall op: one partition, run layer by layer on the simulator ---------------------------------
-def _call_infer(types: Sequence[TensorType | None], attrs: dict[str, Any]) -> list[TensorType]:
-    return [TensorType(tuple(s), d) for s, d in attrs["out_types"]]
-
-
+# ----- the AccelCall op (defined in infopt.ir.ops.accel_call): one partition, run layer by layer on the simulator -
 def _call_compute(xs: Sequence[np.ndarray | None], attrs: dict[str, Any]) -> list[np.ndarray]:
     config = AccelConfig(**attrs["config"])
     env = dict(zip(attrs["inputs"], xs))
     rep = _REPORT.get()
     for layer in attrs["layers"]:
         ins = [env[i] if i else None for i in layer["inputs"]]
-        out, stats, mkn = run_layer(layer["op"], ins, layer["attrs"], config, relu=bool(layer["relu"]))
+        out, stats, mnk = run_layer(layer["op"], ins, layer["attrs"], config, relu=bool(layer["relu"]))
         env[layer["output"]] = out
         if rep is not None:
-            rep.layers.append(LayerReport(attrs["call"], layer["name"], layer["op"], mkn, bool(layer["relu"]), stats))
+            rep.layers.append(LayerReport(attrs["call"], layer["name"], layer["op"], mnk, bool(layer["relu"]), stats))
     return [env[o] for o in attrs["outputs"]]
 
 
-register_op(OpDef(
-    "AccelCall", _call_infer, _call_compute, (0, 1 << 30),
-    doc="run an offloaded partition (MatMul/Gemm/Conv layers, ReLU fused) on the systolic-array simulator",
-))
+register_compute("AccelCall", _call_compute)
 
 
 def call_attrs(call: str, config: AccelConfig, inputs: list[str], outputs: list[str], layers: list[dict],

@@ -17,16 +17,9 @@ FLOAT_ARITH = ("fadd", "fsub", "fmul", "fdiv", "frem", "fneg")
 def _module(ir: Any):
     """A parsed module from IR text, or the module itself."""
     if isinstance(ir, str):
-        from .llvm_jit import llvm
+        from .llvm_jit import parse_assembly
 
-        b = llvm()
-        try:
-            mod = b.parse_assembly(ir)
-        except RuntimeError as e:
-            from .llvm_jit import LLVMError, _quote_line
-
-            raise LLVMError("LLVM could not parse the IR: " + _quote_line(ir, str(e))) from None
-        return mod
+        return parse_assembly(ir)
     return ir
 
 

@@ -1,4 +1,11 @@
-"""A compiled kernel: JIT-compiled machine code called on numpy arrays through ctypes, without copies."""
+"""A compiled kernel: JIT-compiled machine code called on numpy arrays through ctypes, without copies.
+
+``compile_kernel`` verifies, emits, optimizes and JITs a kernel. ``compile_tuned`` does the same asking
+LLVM for a chosen SIMD width (the host's widest by default) and widening ``vectorize(..., explicit=True)``
+loops itself (``infopt.codegen.vector_emit``): register-blocked micro-kernels need 512-bit vectors on
+AVX-512 hosts, which LLVM does not pick on its own. A kernel with accesses the bounds prover left
+unproven runs with their checks and raises ``OutOfBoundsError`` instead of touching memory outside a buffer.
+"""
 from __future__ import annotations
 
 import ctypes
@@ -7,9 +14,12 @@ from typing import Sequence
 import numpy as np
 
 from ..ir.types import DTYPES
-from .emit import emit_llvm, parallel_loop
-from .kernel_ir import Kernel, KernelError
-from .llvm_jit import JitModule, jit
+from .emit import LLVMEmitter, parallel_loop
+from .expr import KernelError
+from .kernel_ir import Kernel
+from .kernel_verify import check_kernel
+from .llvm_jit import JitModule, emit_asm, host_vector_bits, jit, with_vector_width
+from .vector_emit import VectorEmitter
 
 
 class CompiledKernel:
@@ -18,19 +28,33 @@ class CompiledKernel:
     The arrays are passed by pointer (no copies); each must match its buffer's shape and dtype, be
     C-contiguous, and outputs must be writeable and not overlap other arguments. Temp buffers are
     allocated per call. ``threads`` splits a top-level ``parallel`` loop across threads
-    (ctypes releases the GIL during the call).
+    (ctypes releases the GIL during the call). ``vector_bits`` asks LLVM for vectors of that width and
+    widens explicit vector loops (see ``compile_tuned``).
     """
 
-    def __init__(self, kernel: Kernel, opt: int = 3, passes: Sequence[str] | None = None, **pipeline: bool) -> None:
+    def __init__(self, kernel: Kernel, opt: int = 3, passes: Sequence[str] | None = None,
+                 vector_bits: int | None = None, **pipeline: bool) -> None:
         self.kernel = kernel
-        self.ir = emit_llvm(kernel)
+        self.bounds = check_kernel(kernel)
+        self.vector_bits = vector_bits
+        if vector_bits is None:
+            self.ir = LLVMEmitter(kernel, self.bounds).run()
+        else:
+            self.ir = with_vector_width(VectorEmitter(kernel, self.bounds).run(), kernel.name, vector_bits)
         self.jit: JitModule = jit(self.ir, opt, passes, **pipeline)
         self.par = parallel_loop(kernel)
         argtypes = [ctypes.c_void_p] * len(kernel.buffers)
         if self.par is not None:
             argtypes += [ctypes.c_int64, ctypes.c_int64]
+        if self.checked:
+            argtypes.append(ctypes.c_void_p)
         self.cfunc = self.jit.cfunc(kernel.name, None, *argtypes)
         self.user_buffers = [b for b in kernel.buffers if b.role != "temp"]
+
+    @property
+    def checked(self) -> bool:
+        """Whether some access runs with a bounds check (the function then takes a report pointer last)."""
+        return bool(self.bounds.unproven)
 
     @property
     def optimized_ir(self) -> str:
@@ -39,8 +63,6 @@ class CompiledKernel:
 
     def asm(self) -> str:
         """The host assembly of the optimized kernel."""
-        from .llvm_jit import emit_asm
-
         return emit_asm(self.jit.ir)
 
     def _check(self, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
@@ -74,6 +96,7 @@ class CompiledKernel:
         """Run the kernel in place on the given arrays."""
         arrays = self._check(arrays)
         full = len(arrays) == len(self.kernel.buffers)
+        keep: list[np.ndarray] = []
 
         def ptrs() -> list[int]:
             it = iter(arrays)
@@ -85,23 +108,32 @@ class CompiledKernel:
                     keep.append(a)
             return out
 
-        if self.par is None:
-            keep: list[np.ndarray] = []
-            self.cfunc(*ptrs())
-            return
-        lo, step, n = int(self.par.start.value), self.par.step, self.par.extent or 0
-        chunks = max(1, min(int(threads), n))
-        bounds = [lo + step * (n * c // chunks) for c in range(chunks + 1)]
-        if chunks == 1:
-            keep = []
-            self.cfunc(*ptrs(), bounds[0], bounds[1])
-            return
-        from concurrent.futures import ThreadPoolExecutor
+        records: list[np.ndarray] = []
 
-        keep = []
-        jobs = [(ptrs(), bounds[c], bounds[c + 1]) for c in range(chunks)]
-        with ThreadPoolExecutor(chunks) as pool:
-            list(pool.map(lambda j: self.cfunc(*j[0], j[1], j[2]), jobs))
+        def report() -> list[int]:
+            if not self.checked:
+                return []
+            rec = np.zeros(self.bounds.record_size, np.int64)
+            records.append(rec)
+            return [rec.ctypes.data]
+
+        if self.par is None:
+            self.cfunc(*ptrs(), *report())
+        else:
+            lo, step, n = int(self.par.start.value), self.par.step, self.par.extent or 0
+            chunks = max(1, min(int(threads), n))
+            bounds = [lo + step * (n * c // chunks) for c in range(chunks + 1)]
+            if chunks == 1:
+                self.cfunc(*ptrs(), bounds[0], bounds[1], *report())
+            else:
+                from concurrent.futures import ThreadPoolExecutor
+
+                jobs = [(ptrs(), bounds[c], bounds[c + 1], report()) for c in range(chunks)]
+                with ThreadPoolExecutor(chunks) as pool:
+                    list(pool.map(lambda j: self.cfunc(*j[0], j[1], j[2], *j[3]), jobs))
+        for rec in records:
+            if rec[0]:
+                raise self.bounds.runtime_error(rec)
 
     def run(self, *inputs: np.ndarray, threads: int = 1) -> list[np.ndarray]:
         """Allocate the outputs, run on the inputs (the 'in'/'inout' buffers, in order), return the outputs."""
@@ -123,3 +155,16 @@ def compile_kernel(kernel: Kernel, opt: int = 3, passes: Sequence[str] | None = 
     if not isinstance(kernel, Kernel):
         raise KernelError(f"compile_kernel needs a Kernel, got {type(kernel).__name__}")
     return CompiledKernel(kernel, opt, passes, **pipeline)
+
+
+def compile_tuned(kernel: Kernel, bits: int | None = None, loop_vectorize: bool = True) -> CompiledKernel:
+    """Compile ``kernel`` preferring ``bits``-wide vectors (default: the host's widest); explicit vector loops widened.
+
+    ``loop_vectorize=False`` switches LLVM's loop vectorizer off (it would otherwise vectorize a micro-kernel's
+    reduction loop instead of its register tile, which the SLP vectorizer packs into FMAs).
+    """
+    if not isinstance(kernel, Kernel):
+        raise KernelError(f"compile_tuned needs a Kernel, got {type(kernel).__name__}")
+    if bits is not None and bits not in (128, 256, 512):
+        raise KernelError(f"bits must be 128, 256 or 512, got {bits}")
+    return CompiledKernel(kernel, 3, None, vector_bits=int(bits or host_vector_bits()), loop_vectorize=loop_vectorize)

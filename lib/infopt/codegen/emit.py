@@ -5,15 +5,20 @@ its single top-level loop is ``parallel``: the runtime calls it once per chunk o
 Loops are emitted as header/body/latch blocks with a phi for the loop variable; local scalars live in
 ``alloca`` slots that SROA promotes to SSA values; buffer indices are linearized row-major.
 ``unroll`` loops are expanded here; ``vectorize`` loops carry ``llvm.loop.vectorize.*`` metadata.
+Accesses the bounds prover could not decide (``infopt.codegen.bounds``) get a check: when an index is outside
+its dimension the function writes (site id + 1, the indices, the loop values) into an extra ``i64*``
+argument (the last one) and returns, so ``CompiledKernel`` can raise ``OutOfBoundsError``. Proven accesses,
+which are all of them in the kernels the library builds, are emitted with no check.
 """
 from __future__ import annotations
 
 from typing import Any
 
-from .kernel_ir import (
-    Assign, Bin, BitCast, Call, Cast, Cmp, Const, Expr, If, Kernel, KernelError, Load, Loop, Select, Stmt, Store, Var,
-)
-from .verify import verify_kernel
+from .bounds import BoundsReport
+from .expr import Bin, BitCast, Buffer, Call, Cast, Cmp, Const, Expr, KernelError, Load, Select, Var
+from .kernel_ir import Assign, If, Kernel, Loop, Stmt, Store
+from .kernel_verify import check_kernel
+from .walk import assigned_scalars
 
 
 def _ir():
@@ -47,16 +52,24 @@ class _LoopMD:
         return f"!{9000 + self.idx}"
 
 
-class _Emitter:
-    def __init__(self, kernel: Kernel) -> None:
+class LLVMEmitter:
+    """Kernel IR -> an llvmlite module: one ``void`` function, with checks at the accesses ``report`` left unproven."""
+
+    def __init__(self, kernel: Kernel, report: BoundsReport) -> None:
         ir = _ir()
         self.ir, self.k = ir, kernel
         self.module = ir.Module(name=kernel.name)
         self.loop_mds: list[_LoopMD] = []
         self.par = parallel_loop(kernel)
+        self.sites = report.checked_sites
+        self.index_slots = report.index_slots
+        self.checked = {site.key: n for n, site in enumerate(self.sites, 1)}
+        self.path: list[int] = []
         argtys = [ir.PointerType(llvm_type(b.dtype)) for b in kernel.buffers]
         if self.par is not None:
             argtys += [ir.IntType(64), ir.IntType(64)]
+        if self.checked:
+            argtys.append(ir.PointerType(ir.IntType(64)))
         self.fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), argtys), name=kernel.name)
         self.bufptr: dict[str, Any] = {}
         for b, arg in zip(kernel.buffers, self.fn.args):
@@ -64,7 +77,9 @@ class _Emitter:
             arg.add_attribute("noalias")
             self.bufptr[b.name] = arg
         if self.par is not None:
-            self.fn.args[-2].name, self.fn.args[-1].name = "par_lo", "par_hi"
+            self.fn.args[len(kernel.buffers)].name, self.fn.args[len(kernel.buffers) + 1].name = "par_lo", "par_hi"
+        if self.checked:
+            self.fn.args[-1].name = "oob"
         self.entry = self.fn.append_basic_block("entry")
         self.b = ir.IRBuilder(self.entry)
         self.env: dict[str, Any] = {}
@@ -73,11 +88,13 @@ class _Emitter:
 
     # ----- expressions --------------------------------------------------------------------------
     def intrinsic(self, name: str, dtype: str, nargs: int):
+        """The declaration of LLVM intrinsic ``name`` overloaded on ``dtype``, taking ``nargs`` arguments."""
         ir = self.ir
         t = llvm_type(dtype)
         return self.module.declare_intrinsic(name, [t], ir.FunctionType(t, [t] * nargs))
 
     def libm(self, name: str, dtype: str):
+        """The declaration of libm's ``name`` (``namef`` for f32), for functions LLVM has no intrinsic for."""
         ir = self.ir
         t = llvm_type(dtype)
         fname = name + ("f" if dtype == "f32" else "")
@@ -85,22 +102,64 @@ class _Emitter:
             return self.module.globals[fname]
         return ir.Function(self.module, ir.FunctionType(t, [t]), name=fname)
 
-    def index(self, buf, indices) -> Any:
+    def index(self, buf: Buffer, indices, key: tuple | None = None) -> Any:
+        """A pointer to ``buf[indices]`` (row-major), checked first when ``key`` names an unproven access."""
         ir = self.ir
         i64 = ir.IntType(64)
+        site = self.checked.get(key) if key is not None else None
+        values = [] if site is not None else None
         flat = None
         for ix, stride in zip(indices, buf.strides):
             v = self.expr(ix)
             if v.type != i64:
                 v = self.b.sext(v, i64)
+            if values is not None:
+                values.append(v)
+                continue
             if stride != 1:
                 v = self.b.mul(v, ir.Constant(i64, stride), flags=["nsw"])
             flat = v if flat is None else self.b.add(flat, v, flags=["nsw"])
+        if values is not None:
+            self.bounds_check(site, buf, values)
+            for v, stride in zip(values, buf.strides):
+                if stride != 1:
+                    v = self.b.mul(v, ir.Constant(i64, stride), flags=["nsw"])
+                flat = v if flat is None else self.b.add(flat, v, flags=["nsw"])
         if flat is None:
             flat = ir.Constant(i64, 0)
         return self.b.gep(self.bufptr[buf.name], [flat], inbounds=True)
 
+    def access_key(self, load: Load | None) -> tuple | None:
+        """How the bounds report names the access being emitted: (statement path, the load or None for a store);
+        None when the kernel has no checked access."""
+        return (tuple(self.path), load) if self.checked else None
+
+    def bounds_check(self, site_id: int, buf: Buffer, values: list) -> None:
+        """Branch out when an index is outside its dimension: write the report and return from the kernel."""
+        ir, b = self.ir, self.b
+        i64 = ir.IntType(64)
+        ok = None
+        for v, n in zip(values, buf.shape):
+            c = b.icmp_unsigned("<", v, ir.Constant(i64, n))
+            ok = c if ok is None else b.and_(ok, c)
+        if ok is None:
+            return
+        fail = self.fn.append_basic_block(f"oob.{site_id}")
+        cont = self.fn.append_basic_block(f"inbounds.{site_id}")
+        b.cbranch(ok, cont, fail)
+        b.position_at_end(fail)
+        site = self.sites[site_id - 1]
+        slots = [(0, ir.Constant(i64, site_id))] + list(enumerate(values, 1))
+        for n, name in enumerate(site.loop_vars):
+            v = self.env[name]
+            slots.append((1 + self.index_slots + n, v if v.type == i64 else b.sext(v, i64)))
+        for pos, v in slots:
+            b.store(v, b.gep(self.fn.args[-1], [ir.Constant(i64, pos)], inbounds=True))
+        b.ret_void()
+        b.position_at_end(cont)
+
     def expr(self, e: Expr) -> Any:
+        """The LLVM value of an expression, emitted at the builder's position."""
         ir, b = self.ir, self.b
         if isinstance(e, Const):
             return ir.Constant(llvm_type(e.dtype), e.value)
@@ -109,7 +168,7 @@ class _Emitter:
                 return self.env[e.name]
             return b.load(self.slots[e.name], name=e.name)
         if isinstance(e, Load):
-            return b.load(self.index(e.buffer, e.indices))
+            return b.load(self.index(e.buffer, e.indices, self.access_key(e)))
         if isinstance(e, Bin):
             x, y = self.expr(e.a), self.expr(e.b)
             fl = e.dtype in ("f32", "f64")
@@ -156,6 +215,7 @@ class _Emitter:
         raise KernelError(f"kernel {self.k.name}: cannot emit expression {e!r}")
 
     def cast(self, v, src: str, dst: str):
+        """``v`` converted from kernel dtype ``src`` to ``dst`` (C semantics: float->int truncates)."""
         b, t = self.b, llvm_type(dst)
         if src == dst:
             return v
@@ -174,9 +234,10 @@ class _Emitter:
 
     # ----- statements ---------------------------------------------------------------------------
     def stmt(self, s: Stmt) -> None:
+        """Emit one statement."""
         b = self.b
         if isinstance(s, Store):
-            ptr = self.index(s.buffer, s.indices)
+            ptr = self.index(s.buffer, s.indices, self.access_key(None))
             b.store(self.expr(s.value), ptr)
         elif isinstance(s, Assign):
             b.store(self.expr(s.value), self.slots[s.var.name])
@@ -187,7 +248,7 @@ class _Emitter:
                     with then:
                         self.body(s.then)
                     with orelse:
-                        self.body(s.orelse)
+                        self.body(s.orelse, len(s.then))
             else:
                 with b.if_then(cond):
                     self.body(s.then)
@@ -196,11 +257,16 @@ class _Emitter:
         else:
             raise KernelError(f"kernel {self.k.name}: cannot emit statement {s!r}")
 
-    def body(self, stmts) -> None:
-        for s in stmts:
+    def body(self, stmts, first: int = 0) -> None:
+        """Emit a statement list; ``first`` is the path position of its first statement (an else-branch follows
+        its then-branch)."""
+        for n, s in enumerate(stmts):
+            self.path.append(first + n)
             self.stmt(s)
+            self.path.pop()
 
     def loop(self, s: Loop, lo=None, hi=None) -> None:
+        """Emit a loop (header/body/latch blocks, a phi for its variable); ``lo``/``hi`` override its bounds."""
         ir, b = self.ir, self.b
         i64 = ir.IntType(64)
         name = s.var.name
@@ -244,13 +310,15 @@ class _Emitter:
         b.position_at_end(exit_)
 
     def run(self) -> str:
+        """The module's LLVM IR text (loop metadata appended as self-referencing distinct nodes)."""
         # one stack slot per local scalar, in the entry block (SROA turns them into SSA values)
-        from .rewrite import assigned_scalars
-
         for v in assigned_scalars(self.k.body):
             self.slots[v.name] = self.b.alloca(llvm_type(v.dtype), name=f"{v.name}.slot")
         if self.par is not None:
-            self.loop(self.par, self.fn.args[-2], self.fn.args[-1])
+            nb = len(self.k.buffers)
+            self.path = [0]
+            self.loop(self.par, self.fn.args[nb], self.fn.args[nb + 1])
+            self.path = []
         else:
             self.body(self.k.body)
         self.b.ret_void()
@@ -267,8 +335,6 @@ class _Emitter:
         return text + ("\n" + "\n".join(extra) + "\n" if extra else "")
 
 
-def emit_llvm(kernel: Kernel, verify: bool = True) -> str:
+def emit_llvm(kernel: Kernel) -> str:
     """LLVM IR text for a kernel (verified first, so LLVM only sees well-formed kernels)."""
-    if verify:
-        verify_kernel(kernel)
-    return _Emitter(kernel).run()
+    return LLVMEmitter(kernel, check_kernel(kernel)).run()

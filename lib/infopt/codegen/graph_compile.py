@@ -7,7 +7,7 @@ the array as a numpy view. Any other op raises ``UnsupportedLoweringError`` nami
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -15,19 +15,14 @@ from ..ir.graph import Graph, Node
 from ..ir.types import DTYPES
 from .compiled import CompiledKernel, compile_kernel
 from .kernel_ir import Kernel
-from .lower_elementwise import (
-    ELEMENTWISE_OPS, UnsupportedLoweringError, lower_elementwise, lower_fused_node, lower_reduce, lower_softmax,
-)
+from .lower_elementwise import UnsupportedLoweringError
 from .lower_linalg import lower_conv, lower_gemm, lower_matmul
+from .lowerings import FLOATS, LOWERINGS, lowering
 
 VIEW_OPS = ("Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity")
-LOWERINGS: dict[str, Callable[[Graph, Node], Kernel]] = {
-    **{op: lower_elementwise for op in ELEMENTWISE_OPS if "(" not in op and op != "Identity"},
-    "Gelu": lower_elementwise,
-    "FusedElementwise": lower_fused_node,
-    "ReduceSum": lower_reduce, "ReduceMax": lower_reduce, "ReduceMean": lower_reduce,
-    "Softmax": lower_softmax, "MatMul": lower_matmul, "Gemm": lower_gemm, "Conv": lower_conv,
-}
+lowering("MatMul", dtypes=FLOATS)(lower_matmul)
+lowering("Gemm", dtypes=FLOATS)(lower_gemm)
+lowering("Conv", dtypes=FLOATS)(lower_conv)
 
 
 def lower_node(graph: Graph, node: Node) -> Kernel:
@@ -37,6 +32,11 @@ def lower_node(graph: Graph, node: Node) -> Kernel:
         raise UnsupportedLoweringError(
             f"node {node.label}: op {node.op} has no kernel-IR lowering; lowerable ops: {', '.join(sorted(LOWERINGS))} "
             f"(and view ops {', '.join(VIEW_OPS)}). Use compile_graph(..., fallback='numpy') to run it with numpy.")
+    why = fn.accepts(graph, node) if hasattr(fn, "accepts") else None
+    if why:
+        raise UnsupportedLoweringError(
+            f"node {node.label}: {node.op} is not lowered: {why}. Use compile_graph(..., fallback='numpy') to run it "
+            "with numpy.")
     try:
         return fn(graph, node)
     except UnsupportedLoweringError as e:

@@ -71,6 +71,29 @@ def host_info() -> HostInfo:
     return HostInfo(b.get_process_triple(), b.get_host_cpu_name(), b.get_host_cpu_features().flatten())
 
 
+def host_vector_bits() -> int:
+    """The widest float SIMD register of this host (512 with AVX-512F, 256 with AVX2/AVX, else 128)."""
+    feats = host_info().vector_features
+    if "avx512f" in feats:
+        return 512
+    if "avx2" in feats or "avx" in feats:
+        return 256
+    return 128
+
+
+def with_vector_width(ir_text: str, name: str, bits: int) -> str:
+    """LLVM IR text with function ``name`` asking for ``bits``-wide vectors (``"prefer-vector-width"``).
+
+    LLVM on recent x86 cores prefers 256-bit vectors even when AVX-512 is present; a register-blocked
+    micro-kernel written for 512-bit registers then runs at half speed unless its function asks for them.
+    """
+    pat = re.compile(r'^(define void @"?' + re.escape(name) + r'"?\([^\n]*\))', re.M)
+    if not pat.search(ir_text):
+        raise LLVMError(f"function {name} not found in the IR")
+    text = pat.sub(r"\1 #900", ir_text, count=1)
+    return text + f'\nattributes #900 = {{ "prefer-vector-width"="{bits}" "min-legal-vector-width"="{bits}" }}\n'
+
+
 @functools.lru_cache(maxsize=None)
 def target_machine(opt: int = 3, triple: str | None = None, cpu: str | None = None, features: str | None = None):
     """A TargetMachine for the host (default) or another triple (e.g. 'nvptx64-nvidia-cuda', cpu 'sm_80')."""
@@ -94,13 +117,17 @@ def _quote_line(text: str, msg: str) -> str:
     return msg
 
 
-def parse_ir(text: str, triple: str | None = None):
-    """Parse and verify LLVM IR text into a module for the host (or ``triple``); errors quote the bad line."""
-    b = llvm()
+def parse_assembly(text: str):
+    """Parse LLVM IR text into a module (not verified); a parse error quotes the offending line."""
     try:
-        mod = b.parse_assembly(text)
+        return llvm().parse_assembly(text)
     except RuntimeError as e:
         raise LLVMError("LLVM could not parse the IR: " + _quote_line(text, str(e))) from None
+
+
+def parse_ir(text: str, triple: str | None = None):
+    """Parse and verify LLVM IR text into a module for the host (or ``triple``); errors quote the bad line."""
+    mod = parse_assembly(text)
     try:
         mod.verify()
     except RuntimeError as e:

@@ -13,9 +13,9 @@ from typing import Any, Callable, Sequence
 
 from ..ir.graph import Graph, Node
 from ..ir.types import TensorType
-from .kernel_ir import (
-    Assign, Buffer, Call, Cast, Const, Expr, Kernel, Loop, Stmt, Store, Var, call, cmp, maximum, minimum, select,
-)
+from .expr import Buffer, Cast, Const, Expr, Var, call, cmp, maximum, minimum, select
+from .kernel_ir import Assign, Kernel, Loop, Stmt, Store
+from .lowerings import FLOATS, NUMBERS, lowering
 from .mathfns import exp_stmts
 
 
@@ -163,6 +163,8 @@ def lower_program(name: str, steps: Sequence[dict[str, Any]], in_types: Sequence
     return Kernel(kernel_name(name), tuple(ins + outs), tuple(loop_nest(out_type.shape, "i", inner)))
 
 
+@lowering("Add", "Sub", "Mul", "Max", "Min", "Relu", "Neg", "Abs", "Clip", "Cast", dtypes=NUMBERS)
+@lowering("Div", "Sqrt", "Log", "Exp", "Sigmoid", "Tanh", "Pow", "Gelu", dtypes=FLOATS)
 def lower_elementwise(graph: Graph, node: Node) -> Kernel:
     """A kernel for one elementwise node (broadcasting its inputs to the output shape)."""
     present = [i for i in node.inputs if i]
@@ -200,15 +202,17 @@ def fuse_elementwise_chain(graph: Graph, nodes: Sequence[Node], name: str | None
     return kern, ext, out
 
 
+@lowering("FusedElementwise", dtypes=FLOATS)
 def lower_fused_node(graph: Graph, node: Node) -> Kernel:
     """A kernel for unit 02's ``FusedElementwise`` node: its whole program as one loop nest."""
-    from ..passes.fused_ops import decode_program
+    from ..ir.ops.fused import decode_program
 
     present = [i for i in node.inputs if i]
     return lower_program(node.label, decode_program(node.attrs), [graph.type_of(i) for i in present],
                          graph.type_of(node.outputs[0]), [graph.initializers.get(i) for i in present])
 
 
+@lowering("ReduceSum", "ReduceMax", "ReduceMean", dtypes=FLOATS)
 def lower_reduce(graph: Graph, node: Node) -> Kernel:
     """ReduceSum / ReduceMax / ReduceMean over axes (attribute or constant input), keepdims."""
     from ..ir.ops.reduce import reduce_axes
@@ -282,11 +286,12 @@ def softmax_kernel(name: str, shape: Sequence[int], axis: int = -1, dtype: str =
 
 
 def _rename(stmts: list[Stmt], old: str, new: str) -> list[Stmt]:
-    from .rewrite import substitute_stmt
+    from .walk import substitute_stmt
 
     return [substitute_stmt(s, {old: Var(new)}) for s in stmts]
 
 
+@lowering("Softmax", dtypes=FLOATS)
 def lower_softmax(graph: Graph, node: Node) -> Kernel:
     """ONNX Softmax (opset 13: along one axis, default -1)."""
     x = graph.type_of(node.inputs[0])

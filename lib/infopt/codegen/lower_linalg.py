@@ -9,7 +9,8 @@ from typing import Sequence
 
 from ..ir.graph import Graph, Node
 from ..ir.types import TensorType
-from .kernel_ir import Assign, Buffer, Const, Expr, If, Kernel, Loop, Stmt, Store, Var, cmp
+from .expr import Buffer, Const, Expr, Var, cmp
+from .kernel_ir import Assign, If, Kernel, Loop, Stmt, Store
 from .lower_elementwise import UnsupportedLoweringError, broadcast_index, buffers_for, kernel_name, loop_nest
 
 

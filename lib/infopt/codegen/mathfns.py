@@ -8,7 +8,8 @@ a round, a convert or a bitcast, all of which have SIMD instructions.
 """
 from __future__ import annotations
 
-from .kernel_ir import Assign, BitCast, Call, Cast, Const, Expr, Stmt, Var, cmp, maximum, minimum, select
+from .expr import BitCast, Call, Cast, Const, Expr, Var, cmp, maximum, minimum, select
+from .kernel_ir import Assign, Stmt
 
 LN2_HI = 0.693359375  # ln 2 split in two parts so n*LN2_HI is exact (Cody-Waite)
 LN2_LO = -2.12194440e-4

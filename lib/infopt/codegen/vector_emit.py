@@ -13,13 +13,13 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from .access import affine
-from .emit import _Emitter, llvm_type
-from .kernel_ir import (
-    Assign, Bin, Call, Cmp, Const, Expr, Kernel, KernelError, Load, Loop, Select, Stmt, Store, Var,
-)
-from .printer import expr_text
-from .verify import iter_exprs, verify_kernel
+from .affine import affine
+from .bounds import BoundsReport
+from .emit import LLVMEmitter, llvm_type
+from .expr import Bin, Call, Cmp, Expr, KernelError, Load, Select, Var, index_text
+from .kernel_ir import Assign, Kernel, Loop, Stmt, Store
+from .kernel_verify import check_kernel
+from .walk import iter_exprs
 
 VECTOR_CALLS = {"exp": "llvm.exp", "sqrt": "llvm.sqrt", "abs": "llvm.fabs", "fma": "llvm.fma", "floor": "llvm.floor"}
 
@@ -28,12 +28,18 @@ def _mentions(e: Expr, name: str) -> bool:
     return any(isinstance(x, Var) and x.name == name for x in iter_exprs(e))
 
 
-class VectorEmitter(_Emitter):
+class VectorEmitter(LLVMEmitter):
     """The kernel emitter, plus explicit vector code for loops annotated ``explicit=True``."""
 
-    def __init__(self, kernel: Kernel) -> None:
-        super().__init__(kernel)
+    def __init__(self, kernel: Kernel, report: BoundsReport) -> None:
+        super().__init__(kernel, report)
         self.vec: tuple[str, int] | None = None
+
+    def _require_proven(self, load: Load | None, text: str) -> None:
+        key = self.access_key(load)
+        if key is not None and key in self.checked:
+            raise KernelError(f"explicit vectorization of {self.vec[0]}: {text} could not be proven in bounds, and a "
+                              "vector access cannot be bounds-checked lane by lane; use vectorize() without explicit=True")
 
     # ----- loops --------------------------------------------------------------------------------
     def loop(self, s: Loop, lo=None, hi=None) -> None:
@@ -62,8 +68,9 @@ class VectorEmitter(_Emitter):
         if isinstance(s, Store):
             if not self._contiguous(s.indices, var):
                 raise KernelError(f"explicit vectorization of {var}: the store to {s.buffer.name}"
-                                  f"[{', '.join(expr_text(i) for i in s.indices)}] is not contiguous in {var} "
+                                  f"{index_text(s.indices)} is not contiguous in {var} "
                                   "(a reduction or a strided store); use vectorize() without explicit=True")
+            self._require_proven(None, f"the store to {s.buffer.name}{index_text(s.indices)}")
             value = self._vector(self.vexpr(s.value), s.value.dtype)
             ptr = self._vptr(s.buffer, s.indices)
             self.b.store(value, ptr, align=4 if s.buffer.dtype == "f32" else 8)
@@ -105,10 +112,11 @@ class VectorEmitter(_Emitter):
             return self.expr(e), False
         if isinstance(e, Load):
             if not self._contiguous(e.indices, var):
-                raise KernelError(f"explicit vectorization of {var}: {expr_text(e)} is not contiguous in {var}")
+                raise KernelError(f"explicit vectorization of {var}: {e.text()} is not contiguous in {var}")
+            self._require_proven(e, f"the load {e.text()}")
             return b.load(self._vptr(e.buffer, e.indices), align=4 if e.buffer.dtype == "f32" else 8), True
         if e.dtype not in ("f32", "f64", "bool"):
-            raise KernelError(f"explicit vectorization of {var}: {expr_text(e)} uses the loop index as a value; "
+            raise KernelError(f"explicit vectorization of {var}: {e.text()} uses the loop index as a value; "
                               "only float data can be widened")
         if isinstance(e, Bin):
             x = self._vector(self.vexpr(e.a), e.dtype)
@@ -136,7 +144,7 @@ class VectorEmitter(_Emitter):
             name = f"{VECTOR_CALLS[e.fn]}.v{w}{'f32' if e.dtype == 'f32' else 'f64'}"
             fn = self.module.globals.get(name) or self.ir.Function(self.module, self.ir.FunctionType(vt, [vt] * len(args)), name=name)
             return b.call(fn, args, fastmath=self.ff), True
-        raise KernelError(f"explicit vectorization of {var}: cannot widen {expr_text(e)}")
+        raise KernelError(f"explicit vectorization of {var}: cannot widen {e.text()}")
 
     def _splat_bool(self, val):
         ir, w = self.ir, self.vec[1]
@@ -148,5 +156,4 @@ class VectorEmitter(_Emitter):
 
 def emit_vector_llvm(kernel: Kernel) -> str:
     """LLVM IR text for ``kernel`` with its ``explicit`` vectorize loops widened to vector types."""
-    verify_kernel(kernel)
-    return VectorEmitter(kernel).run()
+    return VectorEmitter(kernel, check_kernel(kernel)).run()

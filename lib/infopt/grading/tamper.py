@@ -32,6 +32,8 @@ _IPYTHON_HOOKS = frozenset({
     "input_transformers_cleanup", "input_transformers_post", "input_transformer_manager", "ast_transformers",
     "set_custom_exc", "custom_exceptions", "showtraceback", "run_cell", "run_cell_async", "run_ast_nodes",
     "run_code", "should_run_async", "transform_cell", "register_magic_function", "InteractiveShell",
+    # ipykernel's execution and reply path (a replaced do_execute can answer "ok" for a failed cell)
+    "do_execute", "execute_request", "send_response", "shell_handlers", "dispatch_shell", "CustomTB",
 })
 # Names that are IPython hooks only when reached through the shell (`get_ipython().events`, `sys.excepthook`).
 _SHELL_HOOKS = frozenset({"events", "excepthook", "displayhook", "user_ns", "user_global_ns", "compile"})
@@ -48,6 +50,9 @@ _INTROSPECTION = frozenset({"_getframe", "settrace", "setprofile", "get_objects"
                             "f_globals", "f_locals", "gi_frame", "tb_frame", "addaudithook"})
 _SHADOWED_MODULES = frozenset({"numpy", "infopt", "builtins", "unittest", "math", "torch", "IPython"})
 _GRADER_PATHS = ("solutions/", "/solutions", "gradebook.db", "/autograder", "/course/")
+# Files a kernel reads when it starts: writing one is an attempt to persist into later kernels.
+_STARTUP_PATHS = ("usercustomize", "sitecustomize", "profile_default/startup", ".ipython/profile", "ipython_config",
+                  "ipython_kernel_config")
 _MAGIC_LINE = re.compile(r"^(\s*)([%!].*)$")
 
 
@@ -272,6 +277,8 @@ class _Visitor(ast.NodeVisitor):
     def visit_Constant(self, node: ast.Constant) -> None:
         if isinstance(node.value, str) and any(word in node.value for word in _GRADER_PATHS):
             self.flag(node, "refers to the grader's files (solutions, course or gradebook)")
+        if isinstance(node.value, str) and any(word in node.value for word in _STARTUP_PATHS):
+            self.flag(node, "refers to a file the kernel runs at start-up (IPython startup, usercustomize)")
 
     def visit_keyword(self, node: ast.keyword) -> None:
         if node.arg in ("start_new_session", "preexec_fn", "process_group") and not (

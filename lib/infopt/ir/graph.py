@@ -8,44 +8,26 @@ from __future__ import annotations
 
 import copy
 import itertools
-from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 import numpy as np
 
+from .errors import GraphError
+from .node import Node
+from .ops.infer import infer_node
+from .opset import DEFAULT_OPSET
+from .printer import to_text
 from .types import TensorType
 
-
-class GraphError(ValueError):
-    """An ill-formed graph; the message names the node and the value at fault."""
-
-
-@dataclass
-class Node:
-    """One operation: ``outputs = op(*inputs, **attrs)``. An empty input name marks an absent optional input."""
-
-    op: str
-    inputs: list[str]
-    outputs: list[str]
-    attrs: dict[str, Any] = field(default_factory=dict)
-    name: str = ""
-
-    def __post_init__(self) -> None:
-        self.inputs = list(self.inputs)
-        self.outputs = list(self.outputs)
-        self.attrs = dict(self.attrs)
-
-    @property
-    def label(self) -> str:
-        """How errors and pictures name this node: its name, or its op and first output."""
-        return self.name or f"{self.op}->{self.outputs[0] if self.outputs else '?'}"
-
-    def __repr__(self) -> str:
-        return f"Node({self.op!r}, inputs={self.inputs}, outputs={self.outputs}, attrs={self.attrs}, name={self.name!r})"
+__all__ = ["Graph", "GraphError", "Node"]
 
 
 class Graph:
-    """A dataflow graph: typed inputs, constant initializers, nodes, and the values returned as outputs."""
+    """A dataflow graph: typed inputs, constant initializers, nodes, and the values returned as outputs.
+
+    ``opset`` is the ONNX default-domain opset the graph's nodes are written for (the model's, after import;
+    ``DEFAULT_OPSET`` for a graph built in Python); export writes it unless asked for another.
+    """
 
     def __init__(
         self,
@@ -55,8 +37,10 @@ class Graph:
         nodes: Iterable[Node] = (),
         initializers: Mapping[str, np.ndarray] | None = None,
         types: Mapping[str, TensorType] | None = None,
+        opset: int = DEFAULT_OPSET,
     ) -> None:
         self.name = name
+        self.opset = int(opset)
         self.inputs: list[str] = list(inputs)
         self.outputs: list[str] = list(outputs)
         self.nodes: list[Node] = list(nodes)
@@ -103,10 +87,9 @@ class Graph:
         node = Node(op, list(inputs), list(outputs), dict(attrs or {}), name or self.fresh_name(op))
         self.nodes.append(node)
         if infer:
-            from .ops import infer_node
-
             for out, t in zip(node.outputs, infer_node(self, node)):
-                self.types[out] = t
+                if out:
+                    self.types[out] = t
         return node
 
     # ----- queries ----------------------------------------------------------------------------
@@ -207,6 +190,7 @@ class Graph:
             [Node(n.op, n.inputs, n.outputs, copy.deepcopy(n.attrs), n.name) for n in self.nodes],
             dict(self.initializers),
             dict(self.types),
+            self.opset,
         )
         return g
 
@@ -228,6 +212,4 @@ class Graph:
         )
 
     def __str__(self) -> str:
-        from .text import to_text
-
         return to_text(self)

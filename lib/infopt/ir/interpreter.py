@@ -11,7 +11,9 @@ from typing import Mapping, overload, Literal
 
 import numpy as np
 
-from .graph import Graph, GraphError, Node
+from .errors import GraphError
+from .graph import Graph
+from .node import Node
 from .ops import get_op
 from .types import TensorType
 

@@ -11,7 +11,10 @@ from typing import Any, Mapping, Sequence, Union
 
 import numpy as np
 
-from .graph import Graph, GraphError, Node
+from .errors import GraphError
+from .graph import Graph
+from .node import Node
+from .opset import DEFAULT_OPSET
 from .types import TensorType
 
 Src = Union[int, tuple[int, int], str, None]
@@ -46,14 +49,15 @@ class LinearOp:
 
 
 class LinearProgram(list):
-    """A list of LinearOps that also remembers the graph's name, typed inputs, outputs and constants,
+    """A list of LinearOps that also remembers the graph's name, typed inputs, outputs, constants and opset,
     so ``from_linear(program)`` needs nothing else."""
 
     def __init__(self, ops: Sequence[LinearOp] = (), name: str = "graph",
                  inputs: Mapping[str, TensorType] | None = None, outputs: Sequence[Src] = (),
-                 initializers: Mapping[str, np.ndarray] | None = None) -> None:
+                 initializers: Mapping[str, np.ndarray] | None = None, opset: int = DEFAULT_OPSET) -> None:
         super().__init__(ops)
         self.name = name
+        self.opset = int(opset)
         self.inputs: dict[str, TensorType] = dict(inputs or {})
         self.outputs: list[Src] = list(outputs)
         self.initializers: dict[str, np.ndarray] = dict(initializers or {})
@@ -83,7 +87,7 @@ def to_linear(graph: Graph) -> LinearProgram:
         ops.append(LinearOp(k, node.op, tuple(srcs), dict(node.attrs),
                             tuple(graph.types.get(o) for o in node.outputs), tuple(node.outputs), node.name))
     return LinearProgram(ops, graph.name, {i: graph.types[i] for i in graph.inputs if i in graph.types},
-                         list(graph.outputs), graph.initializers)
+                         list(graph.outputs), graph.initializers, graph.opset)
 
 
 def _value_name(ops: Sequence[LinearOp], i: int, k: int) -> str:
@@ -132,7 +136,7 @@ def from_linear(
         else:
             read = dict.fromkeys(s for op in ops for s in op.srcs if isinstance(s, str) and s not in initializers)
             inputs = dict.fromkeys(read)  # names only: their types are unknown
-    g = Graph(name, initializers=initializers)
+    g = Graph(name, initializers=initializers, opset=prog.opset if prog is not None else DEFAULT_OPSET)
     for i, t in inputs.items():
         g.inputs.append(i)
         if t is not None:

@@ -2,15 +2,20 @@
 
 ``random_graph(seed, n_nodes)`` builds a Graph of elementwise and matmul ops with constants; every value it
 makes is read by a later node or returned, so no node is dead code. ``random_feeds`` makes inputs for it.
+``graph_fingerprint(graph)`` is what a function handed a graph must leave alone (for "your function changed its
+input" checks in hidden tests).
 """
 from __future__ import annotations
+
+import hashlib
+from typing import Any
 
 import numpy as np
 
 from .graph import Graph
 from .types import TensorType
 
-__all__ = ["BINARY_OPS", "UNARY_OPS", "random_feeds", "random_graph"]
+__all__ = ["BINARY_OPS", "UNARY_OPS", "graph_fingerprint", "random_feeds", "random_graph"]
 
 UNARY_OPS = ("Relu", "Neg", "Tanh", "Sigmoid", "Identity", "Gelu")
 BINARY_OPS = ("Add", "Sub", "Mul", "Max", "Min")
@@ -72,3 +77,27 @@ def random_feeds(graph: Graph, rng: np.random.Generator | int | None = None) -> 
         else:
             feeds[name] = rng.integers(0, 4, t.shape).astype(t.numpy_dtype)
     return feeds
+
+
+def _array_digest(value: Any) -> tuple:
+    arr = np.asarray(value)
+    return (arr.dtype.str, arr.shape, hashlib.blake2b(np.ascontiguousarray(arr).tobytes(), digest_size=16).digest())
+
+
+def graph_fingerprint(graph: Graph) -> tuple:
+    """A value that changes when anything a caller owns in ``graph`` changes: its name, inputs, outputs, types,
+    initializers (names and contents), and each node (by identity) with its op, inputs, outputs, attributes, name.
+
+    Meant as ``call_student(fn, graph, fingerprint=graph_fingerprint)``: unlike a pickle, it sees a node list
+    rebuilt from equal copies, and it ignores the graph's private name counter (``fresh_name`` may advance it).
+    """
+    if not isinstance(graph, Graph):
+        raise TypeError(f"graph_fingerprint needs a Graph, got {type(graph).__name__}")
+    return (
+        graph.name,
+        tuple(graph.inputs),
+        tuple(graph.outputs),
+        tuple(sorted((k, repr(v)) for k, v in graph.types.items())),
+        tuple((k, id(v), _array_digest(v)) for k, v in graph.initializers.items()),
+        tuple((id(n), n.op, tuple(n.inputs), tuple(n.outputs), repr(n.attrs), n.name) for n in graph.nodes),
+    )

@@ -12,7 +12,9 @@ their values from ``constants``. Array attributes (Constant's ``value``) print a
 elided ones as ``dense<f32[64,64]>``, looked up in ``constants`` under the node's first output name.
 Attribute values: ints, floats (always with '.', 'e', inf or nan), "strings", true/false, none,
 [lists], {key=value} dicts and dense<...> arrays. Value names that are not plain identifiers are quoted: ``%"onnx::Conv_12"``. An absent optional input
-prints as ``none``.
+prints as ``none``. A graph whose opset is not the default (17) says so in its header: ``-> (%y) opset 18 {``.
+
+``to_text`` lives in ``infopt.ir.printer`` (re-exported here); this module parses.
 """
 from __future__ import annotations
 
@@ -22,79 +24,13 @@ from typing import Any, Iterator, Mapping
 
 import numpy as np
 
-from .graph import Graph, GraphError, Node
-from .types import DTYPES, LAYOUTS, TensorType, dtype_name
+from .errors import GraphError
+from .graph import Graph
+from .node import Node
+from .printer import to_text
+from .types import DTYPES, LAYOUTS, TensorType, dtype_name, is_float
 
-_PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_.$\-/]*$|^[0-9]+$")
-
-
-def _name(sigil: str, name: str) -> str:
-    return sigil + (name if _PLAIN.match(name) else json.dumps(name))
-
-
-def _scalar(v: Any, dtype: np.dtype) -> str:
-    if dtype.kind == "b":
-        return "true" if v else "false"
-    if dtype.kind == "f":
-        return str(dtype.type(v))  # shortest string that round-trips in this precision
-    return str(int(v))
-
-
-def _data(value: np.ndarray) -> str:
-    return "[" + ", ".join(_scalar(v, value.dtype) for v in value.reshape(-1)) + "]"
-
-
-def _key(k: str) -> str:
-    return k if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", k) and k not in ("true", "false", "none", "dense") \
-        else json.dumps(k)
-
-
-def _attr(v: Any, key: str, node: Node, max_inline: int) -> str:
-    if isinstance(v, np.ndarray):
-        t = TensorType.of(v)
-        return f"dense<{t} {_data(v)}>" if v.size <= max_inline else f"dense<{t}>"
-    if isinstance(v, (bool, np.bool_)):
-        return "true" if v else "false"
-    if isinstance(v, (int, np.integer)):
-        return str(int(v))
-    if isinstance(v, (float, np.floating)):
-        return repr(float(v))  # always holds '.', 'e', 'inf' or 'nan', so it reads back as a float
-    if isinstance(v, str):
-        return json.dumps(v)
-    if isinstance(v, (list, tuple)):
-        return "[" + ", ".join(_attr(x, key, node, max_inline) for x in v) + "]"
-    if isinstance(v, dict) and all(isinstance(k, str) for k in v):
-        return "{" + ", ".join(f"{_key(k)}={_attr(x, key, node, max_inline)}" for k, x in v.items()) + "}"
-    if v is None:
-        return "none"
-    raise GraphError(f"node {node.label}: attribute {key}={v!r} of type {type(v).__name__} has no text form "
-                     "(use int, float, str, None, lists and str-keyed dicts of them, or a numpy array)")
-
-
-def to_text(graph: Graph, max_inline: int = 16) -> str:
-    """The graph as MLIR-like text: a header with typed inputs and outputs, constants, one line per node."""
-    def typed(name: str) -> str:
-        t = graph.types.get(name)
-        return _name("%", name) + (f": {t}" if t is not None else "")
-
-    lines = [f"graph {_name('@', graph.name)}({', '.join(typed(i) for i in graph.inputs)}) -> "
-             f"({', '.join(_name('%', o) for o in graph.outputs)}) {{"]
-    for name, value in graph.initializers.items():
-        value = np.asarray(value)
-        t = graph.types.get(name) or TensorType.of(value)
-        data = f" {_data(value)}" if value.size <= max_inline else ""
-        lines.append(f"  {_name('%', name)} = const {t}{data}")
-    for node in graph.nodes:
-        ins = ", ".join(_name("%", i) if i else "none" for i in node.inputs)
-        line = f"  {', '.join(typed(o) for o in node.outputs)} = {node.op}({ins})"
-        if node.attrs:
-            line += " {" + ", ".join(f"{_key(k)}={_attr(v, k, node, max_inline)}" for k, v in node.attrs.items()) + "}"
-        if node.name:
-            line += f" loc({json.dumps(node.name)})"
-        lines.append(line)
-    lines.append("}")
-    return "\n".join(lines)
-
+__all__ = ["parse_text", "to_text"]
 
 # ----- parsing -----------------------------------------------------------------------------------
 _TOKEN = re.compile(r"""
@@ -192,8 +128,11 @@ def _parse_data(c: _Line, t: TensorType) -> np.ndarray:
     if len(vals) != t.size:
         c.fail(f"{t.size} values for {t}", f"{len(vals)}")
     nd = t.numpy_dtype
-    arr = np.array([float(v) for v in vals]) if nd.kind in "fb" else np.array([int(v) for v in vals], dtype=np.int64)
-    return arr.astype(nd).reshape(t.shape)
+    if is_float(nd) or nd.kind == "b":
+        arr = np.array([float(v) for v in vals]).astype(nd)
+    else:
+        arr = np.array([int(v) for v in vals], dtype=nd)
+    return arr.reshape(t.shape)
 
 
 def _parse_attr(c: _Line, key: str, out_name: str, constants: Mapping[str, np.ndarray]) -> Any:
@@ -275,6 +214,13 @@ def parse_text(text: str, constants: Mapping[str, np.ndarray] | None = None) -> 
         if not c.peek(")"):
             c.take(",", what="',' or ')'")
     c.take(")")
+    if c.peek("opset"):
+        c.take("opset")
+        v = c.take(kind="num", what="the opset (an int)")
+        if not v.isdigit():
+            c.k -= 1
+            c.fail("the opset (an int)")
+        g.opset = int(v)
     c.take("{")
     c.done()
     closed = False

@@ -9,9 +9,10 @@ from typing import Any
 
 import numpy as np
 
-from .graph import Graph, GraphError, Node
+from .errors import GraphError, UnsupportedOpError
+from .graph import Graph
+from .node import Node
 from .ops import get_op, infer_node
-from .ops.registry import UnsupportedOpError
 from .types import TensorType
 
 
@@ -41,7 +42,8 @@ def _definitions(graph: Graph, problems: list[str]) -> dict[str, Any]:
         define(name, "initializer")
     for node in graph.nodes:
         for out in node.outputs:
-            define(out, node)
+            if out:  # an empty name is an absent optional output (ONNX's convention)
+                define(out, node)
     return defined
 
 
@@ -111,6 +113,8 @@ def check(graph: Graph) -> list[str]:
             problems.append(str(e))
             continue
         for out, t in zip(node.outputs, inferred):
+            if not out:
+                continue
             stored = graph.types.get(out)
             if stored is None:
                 problems.append(f"{_where(node)}: output %{out} has no type (inference gives {t})")
@@ -156,11 +160,11 @@ def _same_attr(a: Any, b: Any) -> bool:
 
 
 def graph_diff(a: Graph, b: Graph) -> list[str]:
-    """The structural differences between two graphs (empty when they are equal): name, inputs, outputs,
+    """The structural differences between two graphs (empty when they are equal): name, inputs, outputs, opset,
     nodes in order (op, inputs, outputs, attrs, name), constants (dtype, shape, values) and value types."""
     diffs: list[str] = []
-    for field in ("name", "inputs", "outputs"):
-        if getattr(a, field) != getattr(b, field):
+    for field in ("name", "inputs", "outputs", "opset"):
+        if getattr(a, field, None) != getattr(b, field, None):
             diffs.append(f"{field}: {getattr(a, field)!r} != {getattr(b, field)!r}")
     if len(a.nodes) != len(b.nodes):
         diffs.append(f"node count: {len(a.nodes)} != {len(b.nodes)}")

@@ -1,10 +1,9 @@
 """Unit 02: graph-to-graph optimization passes, the pass manager, fusion, layout and memory planning.
 
 A pass is ``Pass.run(graph) -> PassResult(graph, changed, stats, reason)``; ``PassManager`` runs a list
-of them (in order or to a fixpoint), verifies after each and records statistics. Importing this package
-registers the fused and layout ops (FusedConv, FusedElementwise, ConvNHWC, NchwcConv...) into the IR's op registry.
+of them (in order or to a fixpoint), verifies after each and records statistics. The ops the passes create
+(FusedConv, FusedElementwise, ConvNHWC, NchwcConv...) are defined in ``infopt.ir.ops`` with all the others.
 """
-from . import fused_ops  # noqa: F401  (registers the fused ops)
 from .base import (FunctionPass, Pass, PassError, PassManager, PassRecord, PassResult, PassSkipped,
                    PipelineResult, graph_signature, run_passes)
 from .bn_fold import BatchNormFolding, bn_scale_shift, fold_batchnorm, fold_bn_into_conv

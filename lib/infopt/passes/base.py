@@ -141,32 +141,9 @@ class PipelineResult:
 
 def verify_graph(graph: Graph) -> None:
     """Run the IR verifier (infopt.ir.verify); raises GraphError when the graph is ill-formed."""
-    try:
-        from ..ir.verify import verify
-    except ImportError:  # the IR verifier is not available: check definitions and types ourselves
-        verify = _basic_verify
+    from ..ir.verify import verify
+
     verify(graph)
-
-
-def _basic_verify(graph: Graph) -> None:
-    """Fallback checks: single definition, defined outputs, no cycles, types equal to re-inferred ones."""
-    from ..ir.ops import infer_node
-
-    defined = set(graph.inputs) | set(graph.initializers)
-    for node in graph.toposort():
-        for o in node.outputs:
-            if o in defined:
-                raise GraphError(f"value %{o} is defined twice (again by node {node.label})")
-            defined.add(o)
-        for i in node.inputs:
-            if i and i not in defined:
-                raise GraphError(f"node {node.label} reads %{i}, which nothing defines")
-        for o, t in zip(node.outputs, infer_node(graph, node)):
-            if graph.types.get(o) is not None and (graph.types[o].shape, graph.types[o].dtype) != (t.shape, t.dtype):
-                raise GraphError(f"node {node.label}: %{o} is typed {graph.types[o]} but infers as {t}")
-    for o in graph.outputs:
-        if o not in defined:
-            raise GraphError(f"graph output %{o} is not defined")
 
 
 class PassManager:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..ir.graph import Graph, Node
-from .fused_ops import conv_attrs, decode_program
+from ..ir.ops.fused import conv_attrs, decode_program
 
 ORT_DOMAIN = "com.microsoft"
 TARGETS = ("onnx", "ort")

@@ -14,7 +14,7 @@ from ..ir.graph import Graph, Node
 from ..ir.ops import OPS
 from .base import Pass
 from .bn_fold import fold_batchnorm
-from .fused_ops import ACTIVATIONS, encode_step
+from ..ir.ops.fused import ACTIVATIONS, encode_step
 from .rewrite import single_consumer
 
 

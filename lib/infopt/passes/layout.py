@@ -7,46 +7,16 @@ meet, and the simplifier removes them: the graph converts layout once at its ent
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
-from ..ir.graph import Graph, GraphError, Node
-from ..ir.ops import OPS, OpDef, get_op, register_op
-from ..ir.types import TensorType
+from ..ir.graph import Graph, Node
+from ..ir.ops import OPS, get_op
+from ..ir.ops.fused import FUSED_ATTRS
+from ..ir.ops.layouts import TO_NCHW, TO_NHWC
 from .base import Pass
-from .fused_ops import FUSED_ATTRS, _fused_conv, _fused_conv_infer
 from .simplify import AlgebraicSimplification
-
-TO_NHWC = [0, 2, 3, 1]
-TO_NCHW = [0, 3, 1, 2]
-
-
-def _nchw(t: TensorType | None) -> TensorType | None:
-    return None if t is None or t.rank != 4 else TensorType(tuple(t.shape[k] for k in TO_NCHW), t.dtype, "NCHW")
-
-
-def _conv_nhwc_infer(types: Sequence[TensorType | None], attrs: dict[str, Any]) -> list[TensorType]:
-    x = types[0]
-    if x is None or x.rank != 4:
-        raise GraphError(f"ConvNHWC: needs a 4-D NHWC input, got {x}")
-    ts = [_nchw(x), *types[1:3]] + ([_nchw(types[3])] if len(types) > 3 else [])
-    (y,) = _fused_conv_infer(ts, attrs)
-    return [TensorType(tuple(y.shape[k] for k in TO_NHWC), y.dtype, "NHWC")]
-
-
-def _conv_nhwc(xs: Sequence[np.ndarray | None], attrs: dict[str, Any]) -> list[np.ndarray]:
-    args = [xs[0].transpose(TO_NCHW), *xs[1:3]]
-    if len(xs) > 3:
-        args.append(None if xs[3] is None else xs[3].transpose(TO_NCHW))
-    (y,) = _fused_conv(args, attrs)
-    return [np.ascontiguousarray(y.transpose(TO_NHWC))]
-
-
-register_op(OpDef(
-    "ConvNHWC", _conv_nhwc_infer, _conv_nhwc, (2, 4),
-    doc="FusedConv on channels-last tensors: X and Z are NHWC, W stays OIHW (infopt.passes.layout).",
-))
 
 
 def expand_conv_nhwc(graph: Graph, node: Node) -> list[Node]:

@@ -6,121 +6,31 @@ the array holds the blocked memory order under that shape. A convolution then up
 weights are reordered once, ahead of time: [O/B, I/B, kh, kw, Bi, Bo] ("OIHWBiBo"), or [O/B, I, kh, kw, Bo]
 when the convolution reads a plain NCHW input with few channels (the image). ``ToNCHWc`` rewrites Conv,
 FusedConv, MaxPool and GlobalAveragePool into these ops, reorders between layouts only where needed, and
-exports them as onnxruntime's ``com.microsoft.nchwc`` ops. Reference kernels (unblock, compute, reblock) make
-the interpreter run the result too.
+exports them as onnxruntime's ``com.microsoft.nchwc`` ops. The ops and their reference kernels (unblock,
+compute, reblock), which make the interpreter run the result too, are defined in ``infopt.ir.ops.layouts``.
 """
 from __future__ import annotations
 
 import functools
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
-from ..ir.graph import Graph, GraphError, Node
-from ..ir.ops import OpDef, get_op, infer_shapes, register_op
-from ..ir.types import TensorType
+from ..ir.graph import Graph, Node
+from ..ir.ops import get_op, infer_shapes
+from ..ir.ops.layouts import (
+    NCHWC_ONLY_ATTRS, block_nchw, blocked_type, reorder_weights, unblock, unreorder_weights,
+)
 from .base import Pass
-from .fused_ops import FUSED_ATTRS
+
+__all__ = ["EXPORT_NAMES", "NCHWC_DOMAIN", "ToNCHWc", "block_nchw", "ort_block_size", "reorder_weights",
+           "to_ort_nchwc", "unblock", "unreorder_weights"]
 
 NCHWC_DOMAIN = "com.microsoft.nchwc"
 # our op name -> the op_type onnxruntime knows in the nchwc domain
 EXPORT_NAMES = {"NchwcConv": "Conv", "NchwcMaxPool": "MaxPool", "NchwcGlobalAveragePool": "GlobalAveragePool",
                 "ReorderInput": "ReorderInput", "ReorderOutput": "ReorderOutput"}
-OURS_ONLY_ATTRS = ("block", "nchw_input")
-
-
-def block_nchw(x: np.ndarray, b: int) -> np.ndarray:
-    """NCHW -> NCHWc (memory [N, C/B, H, W, B], shape [N, Cpad, H, W]), zero-padding C to a multiple of B."""
-    n, c, h, w = x.shape
-    cp = -(-c // b) * b
-    if cp != c:
-        x = np.concatenate([x, np.zeros((n, cp - c, h, w), x.dtype)], axis=1)
-    return np.ascontiguousarray(x.reshape(n, cp // b, b, h, w).transpose(0, 1, 3, 4, 2)).reshape(n, cp, h, w)
-
-
-def unblock(x: np.ndarray, b: int, channels: int | None = None) -> np.ndarray:
-    """NCHWc -> NCHW, dropping padded channels beyond ``channels``."""
-    n, cp, h, w = x.shape
-    y = x.reshape(n, cp // b, h, w, b).transpose(0, 1, 4, 2, 3).reshape(n, cp, h, w)
-    return np.ascontiguousarray(y[:, :channels] if channels is not None else y)
-
-
-def reorder_weights(w: np.ndarray, b: int, nchw_input: bool) -> np.ndarray:
-    """OIHW conv weights in onnxruntime's NCHWc order (OIHWBiBo, or OIHWBo for an NCHW input), same shape."""
-    o, i, kh, kw = w.shape
-    if o % b:
-        raise ValueError(f"output channels {o} are not a multiple of the block size {b}")
-    if nchw_input:
-        return np.ascontiguousarray(w.reshape(o // b, b, i, kh, kw).transpose(0, 2, 3, 4, 1)).reshape(w.shape)
-    if i % b:
-        raise ValueError(f"input channels {i} are not a multiple of the block size {b}")
-    r = w.reshape(o // b, b, i // b, b, kh, kw).transpose(0, 2, 4, 5, 3, 1)  # [O/B, I/B, kh, kw, Bi, Bo]
-    return np.ascontiguousarray(r).reshape(w.shape)
-
-
-def unreorder_weights(w: np.ndarray, b: int, nchw_input: bool) -> np.ndarray:
-    """The inverse of reorder_weights: back to OIHW."""
-    o, i, kh, kw = w.shape
-    if nchw_input:
-        return np.ascontiguousarray(w.reshape(o // b, i, kh, kw, b).transpose(0, 4, 1, 2, 3)).reshape(w.shape)
-    r = w.reshape(o // b, i // b, kh, kw, b, b).transpose(0, 5, 1, 4, 2, 3)
-    return np.ascontiguousarray(r).reshape(w.shape)
-
-
-def _blocked_type(t: TensorType, b: int) -> TensorType:
-    n, c, h, w = t.shape
-    return TensorType((n, -(-c // b) * b, h, w), t.dtype, "NCHWc")
-
-
-def _plain(t: TensorType) -> TensorType:
-    """The type a blocked tensor has to the plain op that computes on it (same padded shape, NCHW tag)."""
-    return TensorType(t.shape, t.dtype, "NCHW") if t.layout == "NCHWc" else t
-
-
-def _conv_infer(types: Sequence[TensorType | None], attrs: dict[str, Any]) -> list[TensorType]:
-    b = int(attrs["block"])
-    x = types[0] if attrs.get("nchw_input") else _plain(types[0])
-    z = [_plain(types[3])] if len(types) > 3 and types[3] is not None else []
-    conv_attrs = {k: v for k, v in attrs.items() if k not in OURS_ONLY_ATTRS}
-    (y,) = get_op("FusedConv").infer([x, *types[1:3], *z], conv_attrs)
-    return [_blocked_type(y, b)]
-
-
-def _conv(xs: Sequence[np.ndarray | None], attrs: dict[str, Any]) -> list[np.ndarray]:
-    b, nchw_input = int(attrs["block"]), bool(attrs.get("nchw_input"))
-    x = xs[0] if nchw_input else unblock(xs[0], b)
-    w = unreorder_weights(xs[1], b, nchw_input)
-    z = [unblock(xs[3], b)] if len(xs) > 3 and xs[3] is not None else []
-    conv_attrs = {k: v for k, v in attrs.items() if k not in OURS_ONLY_ATTRS}
-    (y,) = get_op("FusedConv").compute([x, w, xs[2] if len(xs) > 2 else None, *z], conv_attrs)
-    return [block_nchw(y, b)]
-
-
-def _pool(op: str):
-    def plain_attrs(attrs: dict[str, Any]) -> dict[str, Any]:
-        return {k: v for k, v in attrs.items() if k not in OURS_ONLY_ATTRS}
-
-    def infer(types: Sequence[TensorType | None], attrs: dict[str, Any]) -> list[TensorType]:
-        (y,) = get_op(op).infer([_plain(types[0])], plain_attrs(attrs))
-        return [_blocked_type(y, int(attrs["block"]))]
-
-    def compute(xs: Sequence[np.ndarray | None], attrs: dict[str, Any]) -> list[np.ndarray]:
-        b = int(attrs["block"])
-        (y,) = get_op(op).compute([unblock(xs[0], b)], plain_attrs(attrs))
-        return [block_nchw(y, b)]
-
-    return infer, compute
-
-
-register_op(OpDef("ReorderInput", lambda ts, a: [_blocked_type(ts[0], int(a["block"]))],
-                  lambda xs, a: [block_nchw(xs[0], int(a["block"]))], (1, 1), doc="NCHW -> NCHWc"))
-register_op(OpDef("ReorderOutput", lambda ts, a: [TensorType((ts[0].shape[0], int(a["channels"]), *ts[0].shape[2:4]),
-                                                             ts[0].dtype, "NCHW")],
-                  lambda xs, a: [unblock(xs[0], int(a["block"]), int(a["channels"]))], (1, 1), doc="NCHWc -> NCHW"))
-register_op(OpDef("NchwcConv", _conv_infer, _conv, (2, 4), doc="FusedConv on NCHWc tensors, reordered weights"))
-register_op(OpDef("NchwcMaxPool", *_pool("MaxPool"), (1, 1), doc="MaxPool on NCHWc tensors"))
-register_op(OpDef("NchwcGlobalAveragePool", *_pool("GlobalAveragePool"), (1, 1),
-                  doc="GlobalAveragePool on NCHWc tensors"))
+OURS_ONLY_ATTRS = NCHWC_ONLY_ATTRS
 
 
 @functools.lru_cache(maxsize=1)
@@ -132,7 +42,7 @@ def ort_block_size() -> int:
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
-    from .ort_check import ort_session
+    from ..runtime.onnxruntime_session import ort_session
 
     w = numpy_helper.from_array(np.ones((1, 1, 1, 1), np.float32), "w")
     g = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["y"])], "probe",
@@ -169,7 +79,7 @@ class ToNCHWc(Pass):
             if v not in blocked:
                 name = graph.fresh_name(f"{v}_nchwc")
                 nodes.append(Node("ReorderInput", [v], [name], {"block": b}, graph.fresh_name("ReorderInput")))
-                graph.types[name] = _blocked_type(graph.type_of(v), b)
+                graph.types[name] = blocked_type(graph.type_of(v), b)
                 blocked[v] = name
                 stats["reorders_in"] += 1
             return blocked[v]

@@ -26,11 +26,6 @@ def attrs_key(attrs: dict[str, Any]) -> tuple:
     return tuple(sorted((k, freeze(v)) for k, v in attrs.items()))
 
 
-def const_value(graph: Graph, name: str) -> np.ndarray | None:
-    """The value of a constant input (an initializer), or None if it is not constant."""
-    return graph.initializers.get(name) if name else None
-
-
 def rename_value(graph: Graph, old: str, new: str) -> None:
     """Rename value ``old`` to ``new`` everywhere: its definition, its uses, graph outputs and types."""
     for n in graph.nodes:

@@ -32,7 +32,8 @@ class Roofline:
 
 
 def _peak_kernel(chains: int, lanes: int, iters: int):
-    from ..codegen.kernel_ir import Assign, Buffer, Kernel, Store, Var, loop
+    from ..codegen.expr import Buffer, Var
+    from ..codegen.kernel_ir import Assign, Kernel, Store, loop
 
     x = Buffer("x", (2,))
     out = Buffer("out", (chains * lanes,), role="out")
@@ -48,7 +49,8 @@ def measure_peak_gflops(iters: int = 200_000, repeats: int = 5) -> float:
     """Single-core peak float32 GFLOP/s: median over ``repeats`` runs of an FMA-only register kernel."""
     import time
 
-    from ..codegen.tuned import compile_tuned, host_vector_bits
+    from ..codegen.compiled import compile_tuned
+    from ..codegen.llvm_jit import host_vector_bits
 
     lanes = host_vector_bits() // 32
     chains = 12
@@ -70,7 +72,8 @@ def measure_bandwidth_gbs(megabytes: int = 64, repeats: int = 5) -> float:
     import time
 
     from ..codegen.compiled import compile_kernel
-    from ..codegen.kernel_ir import Buffer, Kernel, Store, Var, loop
+    from ..codegen.expr import Buffer, Var
+    from ..codegen.kernel_ir import Kernel, Store, loop
 
     n = megabytes * (1 << 20) // 4
     x, y = Buffer("x", (n,)), Buffer("y", (n,), role="out")

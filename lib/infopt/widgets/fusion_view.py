@@ -1,39 +1,15 @@
 """The fusion explorer: pick a chain of elementwise ops; see the unfused and fused kernels, the bytes each moves,
 and their measured times side by side.
 
-``fusion_compare(n, ops)`` builds both versions (``infopt.codegen.chains``), checks they agree, and
-times them interleaved; ``fusion_figure`` draws bytes and time as bars; ``fusion_explorer`` wires
-a multi-select of ops and a size slider to them.
+``infopt.runtime.schedule_bench.fusion_compare(n, ops)`` builds both versions, checks they agree and times them;
+``fusion_figure`` draws its bytes and times as bars; ``fusion_explorer`` wires a multi-select of ops and a size
+slider to them.
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
-
-
-def fusion_compare(n: int, ops: Sequence[str], repeats: int = 5, time_it: bool = True) -> dict[str, Any]:
-    """Unfused vs fused kernels for the chain ``ops`` over ``n`` elements: bytes, loops, times, max difference."""
-    from ..codegen.chains import elementwise_chain, fused_chain, kernel_bytes, loop_count
-    from ..codegen.compiled import compile_kernel
-    from ..runtime import interleaved
-
-    unf = elementwise_chain(n, ops)
-    fus = fused_chain(unf)
-    out: dict[str, Any] = {"ops": list(ops), "n": n, "unfused": unf, "fused": fus,
-                           "bytes": {"unfused": kernel_bytes(unf), "fused": kernel_bytes(fus)},
-                           "loops": {"unfused": loop_count(unf), "fused": loop_count(fus)}}
-    cu, cf = compile_kernel(unf), compile_kernel(fus)
-    rng = np.random.default_rng(0)
-    ins = [rng.uniform(-1, 1, n).astype(np.float32) for b in unf.buffers if b.role == "in"]
-    (yu,), (yf,) = cu.run(*ins), cf.run(*ins)
-    out["max_abs_diff"] = float(np.max(np.abs(yu - yf))) if n else 0.0
-    if time_it:
-        yu_buf, yf_buf = np.empty(n, np.float32), np.empty(n, np.float32)
-        s = interleaved({"unfused": lambda: cu(*ins, yu_buf), "fused": lambda: cf(*ins, yf_buf)},
-                        repeats=repeats, warmup=1)
-        out["ms"] = {k: 1e3 * float(np.median(v)) for k, v in s.items()}
-    return out
 
 
 def fusion_figure(res: dict[str, Any], height: int = 320) -> Any:
@@ -60,7 +36,8 @@ def fusion_explorer(n: int = 1 << 20) -> Any:
     """ipywidgets: choose the ops of a chain and the size; shows both kernels, the bytes and the times."""
     import ipywidgets as widgets
 
-    from ..codegen.chains import OPS
+    from ..runtime.schedule_bench import fusion_compare
+    from ..schedule.chains import OPS
 
     ops = widgets.SelectMultiple(options=sorted(OPS), value=("scale", "bias", "relu"), description="ops", rows=6)
     size = widgets.IntSlider(value=20, min=12, max=23, description="log2 n", continuous_update=False)

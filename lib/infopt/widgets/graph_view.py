@@ -10,32 +10,46 @@ from typing import Any
 
 import numpy as np
 
+from ..ir.facts import FactTable
 from ..ir.graph import Graph, Node
+from ..ir.ops import OPS
 
-# Op kinds and their colours (one colour per kind, so a picture of ResNet reads at a glance).
-OP_KINDS: dict[str, tuple[str, ...]] = {
-    "conv/matmul": ("Conv", "ConvTranspose", "MatMul", "Gemm"),
-    "normalization": ("BatchNormalization", "LayerNormalization", "InstanceNormalization", "Softmax"),
-    "activation": ("Relu", "Gelu", "Erf", "Sigmoid", "Tanh", "Clip", "LeakyRelu"),
-    "pooling/reduce": ("MaxPool", "AveragePool", "GlobalAveragePool", "ReduceMean", "ReduceSum", "ReduceMax",
-                       "ReduceProd"),
-    "arithmetic": ("Add", "Sub", "Mul", "Div", "Pow", "Sqrt", "Exp", "Log", "Neg", "Max", "Min", "Where",
-                   "Equal"),
-    "shape/layout": ("Reshape", "Transpose", "Flatten", "Concat", "Squeeze", "Unsqueeze", "Slice", "Gather",
-                     "Shape", "Cast"),
-    "no-op": ("Identity", "Dropout", "Constant"),
-}
 KIND_COLORS: dict[str, str] = {
     "conv/matmul": "#1f77b4", "normalization": "#9467bd", "activation": "#2ca02c", "pooling/reduce": "#ff7f0e",
-    "arithmetic": "#d62728", "shape/layout": "#8c564b", "no-op": "#7f7f7f", "other": "#e377c2",
-    "input/output": "#17becf",
+    "arithmetic": "#d62728", "shape/layout": "#8c564b", "no-op": "#7f7f7f", "recurrent": "#bcbd22",
+    "quantize": "#aec7e8", "fused": "#17a589", "offload": "#ff9896", "other": "#e377c2", "input/output": "#17becf",
 }
-_KIND_OF = {op: kind for kind, ops in OP_KINDS.items() for op in ops}
+# Which colour group each op is drawn in (one colour per kind, so a picture of ResNet reads at a glance).
+VIEW_KINDS: FactTable[str] = FactTable("view kind", known=lambda op: op in OPS,
+                                       known_hint="Define the op in infopt.ir.ops first.")
+
+
+def view_kind(kind: str, *ops: str, replace: bool = False) -> None:
+    """Draw ``ops`` in the colour of ``kind`` (one of KIND_COLORS); an op gets one view kind."""
+    if kind not in KIND_COLORS or kind in ("other", "input/output"):
+        raise ValueError(f"view kind {kind!r} is not one of {[k for k in KIND_COLORS if k not in ('other', 'input/output')]}")
+    VIEW_KINDS.register_all(ops, kind, replace)
+
+
+view_kind("conv/matmul", "Conv", "MatMul", "Gemm", "FusedConv", "ConvNHWC", "NchwcConv")
+view_kind("normalization", "BatchNormalization", "LayerNormalization", "Softmax")
+view_kind("activation", "Relu", "Gelu", "Erf", "Sigmoid", "Tanh", "Clip", "HardSigmoid", "HardSwish")
+view_kind("pooling/reduce", "MaxPool", "AveragePool", "GlobalAveragePool", "ReduceMean", "ReduceSum", "ReduceMax",
+          "ReduceMin", "ReduceProd", "NchwcMaxPool", "NchwcGlobalAveragePool")
+view_kind("arithmetic", "Add", "Sub", "Mul", "Div", "Mod", "Pow", "Sqrt", "Exp", "Log", "Neg", "Abs", "Reciprocal", "Max",
+          "Min", "Sum", "Where", "Equal", "Less")
+view_kind("shape/layout", "Reshape", "Transpose", "Flatten", "Concat", "Split", "Squeeze", "Unsqueeze", "Slice",
+          "Gather", "Expand", "Shape", "Size", "Cast", "CastLike", "ConstantOfShape", "ReorderInput", "ReorderOutput")
+view_kind("no-op", "Identity", "Dropout", "Constant")
+view_kind("recurrent", "GRU", "LSTM")
+view_kind("quantize", "QuantizeLinear", "DequantizeLinear")
+view_kind("fused", "FusedElementwise")
+view_kind("offload", "AccelCall")
 
 
 def op_kind(op: str) -> str:
-    """The colour group of an op ('conv/matmul', 'activation', ...; 'other' for ops not listed, e.g. fused ones)."""
-    return _KIND_OF.get(op, "other")
+    """The colour group of an op ('conv/matmul', 'activation', ...; 'other' for an op without a view kind)."""
+    return VIEW_KINDS.get(op, "other")
 
 
 def layer_layout(graph: Graph, sweeps: int = 4) -> dict[str, tuple[float, int]]:

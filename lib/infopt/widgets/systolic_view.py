@@ -26,7 +26,7 @@ def _frame_data(trace: Any, t: int):
                       showscale=False, xgap=3, ygap=3, zmin=float(np.nanmin(trace.acc)) if np.isfinite(trace.acc).any() else 0,
                       zmax=float(np.nanmax(trace.acc)) if np.isfinite(trace.acc).any() else 1)
     ii, jj = np.nonzero(trace.active[t])
-    macs = [f"MAC m={trace.mac[t, i, j, 0]} k={trace.mac[t, i, j, 1]} n={trace.mac[t, i, j, 2]}" for i, j in zip(ii, jj)]
+    macs = [f"MAC m={trace.mac[t, i, j, 0]} n={trace.mac[t, i, j, 1]} k={trace.mac[t, i, j, 2]}" for i, j in zip(ii, jj)]
     ring = go.Scatter(x=jj.tolist(), y=ii.tolist(), mode="markers", hovertext=macs, hoverinfo="text",
                       marker=dict(symbol="square-open", size=58, color="orangered", line=dict(width=3)),
                       showlegend=False)
@@ -34,9 +34,9 @@ def _frame_data(trace: Any, t: int):
 
 
 def _title(trace: Any, t: int) -> str:
-    m, k, n = trace.shape
+    m, n, k = trace.shape
     flow = {"ws": "weight-stationary", "os": "output-stationary"}[trace.dataflow]
-    return (f"{flow} {trace.rows}x{trace.cols} array, tile m={m} k={k} n={n} — cycle {t} ({trace.phase[t]}), "
+    return (f"{flow} {trace.rows}x{trace.cols} array, tile m={m} n={n} k={k} — cycle {t} ({trace.phase[t]}), "
             f"{int(trace.active[t].sum())} MACs")
 
 

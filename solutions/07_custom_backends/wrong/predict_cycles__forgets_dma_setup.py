@@ -1,13 +1,13 @@
-def predict_cycles(M: int, K: int, N: int, config: AccelConfig) -> int:
+def predict_cycles(M: int, N: int, K: int, config: AccelConfig) -> int:
     """Counts DMA bytes at the bandwidth but forgets the fixed setup cost of every transfer."""
-    TM, TK = tiling(M, K, N, config)
+    TM, TK = tiling(M, N, K, config)
     R, C = config.rows, config.cols
     isz, asz = config.operand_dtype.itemsize, config.acc_dtype.itemsize
 
     def dma(nbytes: int) -> int:
         return -(-nbytes // config.dma_bytes_per_cycle)
 
-    def tile(m: int, k: int, n: int) -> int:
+    def tile(m: int, n: int, k: int) -> int:
         return R + m + R + n - 2 if config.dataflow == "ws" else k + m + n - 2 + R
 
     def sizes(total: int, step: int) -> list[int]:
@@ -17,6 +17,6 @@ def predict_cycles(M: int, K: int, N: int, config: AccelConfig) -> int:
     for mt in sizes(M, TM):
         total += sum(dma(mt * kt * isz) for kt in sizes(K, TK))
         for nt in sizes(N, C):
-            total += sum(dma(kt * nt * isz) + tile(mt, kt, nt) for kt in sizes(K, TK))
+            total += sum(dma(kt * nt * isz) + tile(mt, nt, kt) for kt in sizes(K, TK))
             total += dma(mt * nt * asz)
     return int(total)

@@ -5,9 +5,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..graph import GraphError
+from ..errors import GraphError
 from ..types import TensorType
-from ._util import broadcast_shapes, same_dtype
+from .common import broadcast_shapes, same_dtype
 from .registry import OpDef, register_op
 
 
@@ -36,7 +36,14 @@ def _matmul_infer(types: Sequence[TensorType | None], attrs: dict[str, Any]) -> 
     return [TensorType(matmul_shape(types[0].shape, types[1].shape), dt)]
 
 
-register_op(OpDef("MatMul", _matmul_infer, lambda xs, a: [np.matmul(xs[0], xs[1])], (2, 2),
+def _matmul(xs: Sequence[np.ndarray | None], attrs: dict[str, Any]) -> list[np.ndarray]:
+    a, b = xs[0], xs[1]
+    if a.dtype.name == "bfloat16":  # numpy's matmul would return f32 for bf16; ONNX keeps bf16
+        return [np.matmul(a.astype(np.float32), b.astype(np.float32)).astype(a.dtype)]
+    return [np.matmul(a, b)]
+
+
+register_op(OpDef("MatMul", _matmul_infer, _matmul, (2, 2),
                   doc="a @ b with numpy's batching and broadcasting rules"))
 
 
@@ -69,7 +76,7 @@ def _gemm(xs: Sequence[np.ndarray | None], attrs: dict[str, Any]) -> list[np.nda
         y = y * np.asarray(alpha, y.dtype)
     if c is not None:
         y = y + (c if beta == 1.0 else c * np.asarray(beta, c.dtype))
-    return [np.ascontiguousarray(y, dtype=a.dtype)]
+    return [np.ascontiguousarray(np.asarray(y).astype(a.dtype, copy=False))]
 
 
 register_op(OpDef("Gemm", _gemm_infer, _gemm, (2, 3),

@@ -1,4 +1,7 @@
-"""Convolution, pooling and batch normalization (ONNX NCHW semantics, any number of spatial dims)."""
+"""Convolution, pooling and batch normalization (ONNX NCHW semantics, any number of spatial dims).
+
+f16 and bf16 convolutions accumulate in f32 and round the result to their dtype, as onnxruntime's kernels do.
+"""
 from __future__ import annotations
 
 import itertools
@@ -7,9 +10,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..graph import GraphError
+from ..errors import GraphError
 from ..types import TensorType
-from ._util import FLOATS, ints, same_dtype
+from ..types import is_float
+from .common import FLOATS, ints, same_dtype
 from .registry import OpDef, register_op
 
 
@@ -114,6 +118,9 @@ def conv(x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None, **attrs: Any
     kernel = w.shape[2:]
     p = window_params("Conv", TensorType.of(x), kernel, attrs)
     (n, c), m, out = x.shape[:2], w.shape[0], p["out"]
+    dtype = x.dtype
+    if dtype.itemsize < 4:  # f16 / bf16: accumulate in f32
+        x, w, b = x.astype(np.float32), w.astype(np.float32), None if b is None else b.astype(np.float32)
     cols = np.empty((n, c, *kernel, *out), dtype=x.dtype)  # im2col: one strided copy per kernel tap
     for off, tap in _taps(_pad(x, p, 0.0), p, kernel):
         cols[(slice(None), slice(None)) + off] = tap
@@ -121,7 +128,7 @@ def conv(x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None, **attrs: Any
     y = np.matmul(w.reshape(g, m // g, -1), cols).reshape(n, m, *out)  # (G, Mg, Cg*K) @ -> (N, G, Mg, P)
     if b is not None:
         y += b.reshape((1, m) + (1,) * len(out))
-    return y.astype(x.dtype, copy=False)
+    return y.astype(dtype, copy=False)
 
 
 register_op(OpDef(
@@ -137,22 +144,38 @@ def _pool_infer(op: str):
             raise GraphError(f"{op}: attribute kernel_shape is required")
         if x.rank < 3:
             raise GraphError(f"{op}: input must be (N, C, spatial...), got {x}")
-        if op == "MaxPool" and int(attrs.get("storage_order", 0)) != 0:
-            raise GraphError("MaxPool: storage_order=1 (column major indices) is not supported")
+        if op == "AveragePool" and x.dtype not in FLOATS:
+            raise GraphError(f"AveragePool: needs a floating-point input, got {x.dtype}")
         p = window_params(op, x, ints(attrs["kernel_shape"]), attrs)
-        return [TensorType((*x.shape[:2], *p["out"]), x.dtype, x.layout)]
+        y = TensorType((*x.shape[:2], *p["out"]), x.dtype, x.layout)
+        return [y, TensorType(y.shape, "i64")] if op == "MaxPool" else [y]
     return infer
 
 
 def _maxpool(xs: Sequence[np.ndarray], attrs: dict[str, Any]) -> list[np.ndarray]:
+    """Max over windows, and the flattened index of each max in the input (the first one on ties; storage_order
+    1 numbers the spatial dims column-major), as ONNX's second output Indices."""
     x = xs[0]
     kernel = ints(attrs["kernel_shape"])
     p = window_params("MaxPool", TensorType.of(x), kernel, attrs)
-    fill = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
-    out = None
-    for _, tap in _taps(_pad(x, p, fill), p, kernel):
-        out = tap.copy() if out is None else np.maximum(out, tap, out=out)
-    return [out]
+    fill = -np.inf if is_float(x.dtype) else np.iinfo(x.dtype).min
+    spatial = x.shape[2:]
+    order = "F" if int(attrs.get("storage_order", 0)) else "C"
+    base = np.arange(x.shape[0] * x.shape[1], dtype=np.int64).reshape(x.shape[:2] + (1,) * len(spatial))
+    starts = [np.arange(o) * s - b for o, s, b in zip(p["out"], p["strides"], p["begin"])]
+    out, idx = None, None
+    for off, tap in _taps(_pad(x, p, fill), p, kernel):
+        coords = np.meshgrid(*[st + k * d for st, k, d in zip(starts, off, p["dilations"])], indexing="ij")
+        inside = np.logical_and.reduce([(c >= 0) & (c < n) for c, n in zip(coords, spatial)])
+        flat = np.ravel_multi_index([np.clip(c, 0, n - 1) for c, n in zip(coords, spatial)], spatial, order=order)
+        here = base * math.prod(spatial) + flat
+        if out is None:
+            out, idx = tap.copy(), np.where(inside, here, -1)
+            continue
+        better = (tap > out) & inside
+        out = np.where(better, tap, out)
+        idx = np.where(better, here, idx)
+    return [out.astype(x.dtype, copy=False), idx]
 
 
 def _avgpool(xs: Sequence[np.ndarray], attrs: dict[str, Any]) -> list[np.ndarray]:
@@ -173,7 +196,7 @@ def _avgpool(xs: Sequence[np.ndarray], attrs: dict[str, Any]) -> list[np.ndarray
     return [(total / count).astype(x.dtype)]
 
 
-register_op(OpDef("MaxPool", _pool_infer("MaxPool"), _maxpool, (1, 1), num_outputs=(1, 1),
+register_op(OpDef("MaxPool", _pool_infer("MaxPool"), _maxpool, (1, 1), num_outputs=(1, 2),
                   doc="max over sliding windows: kernel_shape, strides, pads, dilations, ceil_mode"))
 register_op(OpDef("AveragePool", _pool_infer("AveragePool"), _avgpool, (1, 1),
                   doc="mean over sliding windows: kernel_shape, strides, pads, ceil_mode, count_include_pad"))
@@ -193,11 +216,16 @@ register_op(OpDef(
 
 
 # ----- BatchNormalization (inference) -------------------------------------------------------
+BN_TRAINING = ("BatchNormalization: training_mode=1 is not supported: the infopt IR runs inference only (it "
+               "normalizes with the stored mean and variance). Export the model in eval mode")
+
+
 def _bn_infer(types: Sequence[TensorType | None], attrs: dict[str, Any]) -> list[TensorType]:
     x = types[0]
     if int(attrs.get("training_mode", 0)):
-        raise GraphError("BatchNormalization: training_mode=1 is not supported (inference only)")
-    same_dtype("BatchNormalization", types)
+        raise GraphError(BN_TRAINING)
+    if x.dtype not in FLOATS:
+        raise GraphError(f"BatchNormalization: needs a floating-point input, got {x.dtype}")
     if x.rank < 2:
         raise GraphError(f"BatchNormalization: input must be (N, C, ...), got {x}")
     for k, what in enumerate(("scale", "B", "input_mean", "input_var"), 1):
@@ -216,5 +244,5 @@ def _bn(xs: Sequence[np.ndarray], attrs: dict[str, Any]) -> list[np.ndarray]:
     return [x * mul.reshape(shape) + add.reshape(shape)]
 
 
-register_op(OpDef("BatchNormalization", _bn_infer, _bn, (5, 5), num_outputs=(1, 1),
+register_op(OpDef("BatchNormalization", _bn_infer, _bn, (5, 5), num_outputs=(1, 3),
                   doc="(x - mean) / sqrt(var + epsilon) * scale + B, per channel (inference)"))

@@ -5,9 +5,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..graph import GraphError
+from ..errors import GraphError
 from ..types import TensorType
-from ._util import FLOATS, broadcast_shapes, norm_axis
+from .common import FLOATS, broadcast_shapes, norm_axis
 from .registry import OpDef, register_op
 
 

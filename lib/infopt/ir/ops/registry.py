@@ -1,7 +1,14 @@
-"""The op registry: for every op, shape/dtype inference and a numpy reference implementation.
+"""The op registry: for every op, shape/dtype inference, a numpy reference implementation and its ONNX form.
 
-Ops follow ONNX semantics and attribute names (opset 17), so ONNX import and export are direct.
-Other layers register their own ops here too (for example the fused ops of ``infopt.passes``).
+Every op the IR knows is defined in ``infopt.ir.ops`` (standard ONNX ops and the infopt-only ops the passes
+create, such as FusedConv), so the set of ops never depends on what was imported. Other layers add their own
+facts about these ops in their own tables (codegen's lowerings, the widgets' view kinds); an op whose compute
+needs a higher layer (AccelCall runs the accelerator simulator) is defined here and gets its compute from that
+layer through ``register_compute``.
+
+Ops follow ONNX semantics and attribute names. A node may be written in the form of any opset from 13 to the
+newest onnx defines: between those opsets ONNX only added attributes and inputs (Split-18's ``num_outputs``,
+Reduce*-18's ``axes`` input), so one definition reads them all; ``export`` rewrites a node for a target opset.
 
 Shape-like inputs (Reshape's ``shape``, Slice's ``starts``...) must be known when types are inferred.
 An op that needs them lists their positions in ``OpDef.const_inputs``; its ``infer`` is then called as
@@ -11,20 +18,24 @@ see ``constant_value``), else None. Ops without ``const_inputs`` keep the two-ar
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..graph import Graph, GraphError, Node
+from ..errors import RegistrationError, UnsupportedOpError
+from ..facts import FactTable
+from ..node import Node
+from ..protocols import GraphLike
 from ..types import TensorType
 
-InferFn = Callable[[Sequence["TensorType | None"], dict[str, Any]], list[TensorType]]
+InferFn = Callable[..., list[TensorType]]
 ComputeFn = Callable[[Sequence["np.ndarray | None"], dict[str, Any]], list[np.ndarray]]
+ExportFn = Callable[[Node, GraphLike, int], list[Node]]
+ImportFn = Callable[[Node, int], Node]
 
-
-class UnsupportedOpError(NotImplementedError):
-    """An op the registry does not know; the message names the op (and node, where known) and what to do."""
+INFOPT_DOMAIN = "infopt"
 
 
 @dataclass(frozen=True)
@@ -37,26 +48,81 @@ class OpDef:
     (after broadcasting), which fusion relies on. ``const_inputs`` lists the inputs whose values
     ``infer`` needs (it is then called as ``infer(types, attrs, consts)``); ``num_outputs`` bounds the
     output count for ops with optional trailing outputs (``infer`` returns them all; the node keeps a prefix).
+
+    ONNX facts: ``domain`` is "" for a standard ONNX op and "infopt" for an op only infopt has (exported in the
+    "infopt" domain, so a round trip keeps it); ``export(node, graph, opset)`` returns the nodes that write
+    ``node`` at ``opset`` (a decomposition where the op does not exist yet, inputs moved to attributes...);
+    None means the node is written as it is. ``onnx_import(node, opset)`` rewrites a node read at ``opset`` into
+    the IR's form where that differs (an opset-13 Split without sizes gets ``num_outputs``). ``compute_from``
+    names the package that registers the compute of an op defined here without one: until that package
+    registers it, ``compute`` raises an UnsupportedOpError saying which package to import.
     """
 
     name: str
     infer: InferFn
-    compute: ComputeFn
+    compute: ComputeFn | None
     num_inputs: tuple[int, int] = (1, 1)  # (min, max) count of inputs
     commutative: bool = False
     elementwise: bool = False
     doc: str = ""
     const_inputs: tuple[int, ...] = ()  # input positions whose values infer needs: infer(types, attrs, consts)
     num_outputs: tuple[int, int] | None = None  # (min, max) count of outputs; None: whatever infer returns
+    domain: str = ""
+    export: ExportFn | None = None
+    onnx_import: ImportFn | None = None
+    compute_from: str = ""
+
+    def __post_init__(self) -> None:
+        if self.compute is None:
+            if not self.compute_from:
+                raise RegistrationError(f"op {self.name}: give a compute, or compute_from naming the package that "
+                                        "registers it")
+            object.__setattr__(self, "compute", _missing_compute(self.name, self.compute_from, self.doc))
+
+    @property
+    def has_compute(self) -> bool:
+        """False while the compute of a ``compute_from`` op has not been registered by its package."""
+        return not getattr(self.compute, "missing_compute", False)
 
 
-OPS: dict[str, OpDef] = {}
+def _missing_compute(op: str, package: str, doc: str) -> ComputeFn:
+    def compute(inputs: Sequence[np.ndarray | None], attrs: dict[str, Any]) -> list[np.ndarray]:
+        raise UnsupportedOpError(f"{op} computes in {package}{f' ({doc})' if doc else ''}: import {package} "
+                                 f"first, it registers the compute of {op}")
+    compute.missing_compute = True  # type: ignore[attr-defined]
+    return compute
 
 
-def register_op(opdef: OpDef) -> OpDef:
-    """Add (or replace) an op in the registry."""
-    OPS[opdef.name] = opdef
-    return opdef
+OPS: FactTable[OpDef] = FactTable("definition")
+
+
+def register_op(opdef: OpDef, replace: bool = False) -> OpDef:
+    """Add an op to the registry; a name already registered is an error unless ``replace=True``."""
+    if not isinstance(opdef, OpDef):
+        raise TypeError(f"register_op takes an OpDef, got {type(opdef).__name__}")
+    return OPS.register(opdef.name, opdef, replace)
+
+
+def register_compute(op: str, compute: ComputeFn, replace: bool = False) -> OpDef:
+    """Give ``op`` (defined here with ``compute_from``) the compute its layer supplies; returns the new OpDef."""
+    opdef = get_op(op)
+    if not opdef.compute_from:
+        raise RegistrationError(f"op {op} computes in infopt.ir.ops itself; its compute cannot be registered from "
+                                "another layer (define a new op instead)")
+    if opdef.has_compute and not replace:
+        raise RegistrationError(f"op {op} already has a compute ({opdef.compute.__module__}."
+                                f"{opdef.compute.__qualname__}); pass replace=True to override it on purpose")
+    return OPS.register(op, dataclasses.replace(opdef, compute=compute), replace=True)
+
+
+def register_export(op: str, export: ExportFn, replace: bool = False) -> OpDef:
+    """Give ``op`` an ONNX exporter ``export(node, graph, opset) -> list[Node]`` (for example one that decomposes it
+    into standard ops); an op that has one already needs ``replace=True``."""
+    opdef = get_op(op)
+    if opdef.export is not None and not replace:
+        raise RegistrationError(f"op {op} already has an ONNX exporter ({opdef.export.__module__}."
+                                f"{opdef.export.__qualname__}); pass replace=True to override it on purpose")
+    return OPS.register(op, dataclasses.replace(opdef, export=export), replace=True)
 
 
 def get_op(op: str, node: Node | None = None) -> OpDef:
@@ -67,104 +133,5 @@ def get_op(op: str, node: Node | None = None) -> OpDef:
         where = f" (node {node.label})" if node is not None else ""
         raise UnsupportedOpError(
             f"op {op!r}{where} is not in the infopt op registry; supported ops: {', '.join(sorted(OPS))}. "
-            "Register it with infopt.ir.register_op(OpDef(...)) or rewrite the model to avoid it."
+            "Define it in infopt.ir.ops (register_op(OpDef(...))) or rewrite the model to avoid it."
         ) from None
-
-
-# Ops cheap enough to evaluate while inferring types, when all their inputs are known constants
-# (the Shape -> Gather -> Concat -> Reshape chains that exporters emit).
-_FOLDABLE = {
-    "Constant", "Shape", "Gather", "Concat", "Unsqueeze", "Squeeze", "Cast", "Slice", "Add", "Sub", "Mul",
-    "Div", "Equal", "Where", "Identity", "Reshape", "Max", "Min", "Neg", "ReduceProd", "Range",
-}
-_MAX_FOLD_ELEMENTS = 4096
-
-
-def constant_value(graph: Graph, name: str, _depth: int = 0) -> np.ndarray | None:
-    """The value of ``name`` if it is known before running the graph, else None.
-
-    Known: initializers, Constant nodes, Shape of a statically typed value, and small foldable ops
-    (Gather, Concat, Unsqueeze, Cast...) whose inputs are all known. Used by shape inference.
-    """
-    if not name:
-        return None
-    if name in graph.initializers:
-        return np.asarray(graph.initializers[name])
-    if _depth > 64:
-        return None
-    node = next((n for n in graph.nodes if name in n.outputs), None)
-    if node is None or node.op not in _FOLDABLE or node.op not in OPS:
-        return None
-    if node.op == "Shape":
-        t = graph.types.get(node.inputs[0]) if node.inputs else None
-        if t is None:
-            return None
-        shape = np.array(t.shape, dtype=np.int64)
-        start, end = node.attrs.get("start", 0), node.attrs.get("end", None)
-        return shape[start:end]
-    vals = []
-    for i in node.inputs:
-        v = constant_value(graph, i, _depth + 1) if i else None
-        if i and (v is None or v.size > _MAX_FOLD_ELEMENTS):
-            return None
-        vals.append(v)
-    try:
-        outs = OPS[node.op].compute(vals, node.attrs)
-    except Exception:  # folding is best effort: inference reports the real problem
-        return None
-    out = np.asarray(outs[node.outputs.index(name)])
-    return out if out.size <= _MAX_FOLD_ELEMENTS else None
-
-
-def infer_node(
-    graph: Graph, node: Node, consts: Sequence[np.ndarray | None] | None = None
-) -> list[TensorType]:
-    """Infer the output types of ``node`` from the types of its inputs in ``graph``.
-
-    For ops with ``const_inputs``, ``consts`` may give the input values (one per input, None where
-    unknown); by default they are looked up in the graph with ``constant_value``.
-    """
-    opdef = get_op(node.op, node)
-    lo, hi = opdef.num_inputs
-    if not lo <= len(node.inputs) <= hi:
-        raise GraphError(
-            f"node {node.label}: {node.op} takes {lo}..{hi} inputs, got {len(node.inputs)} ({node.inputs})"
-        )
-    if opdef.num_outputs is not None:
-        olo, ohi = opdef.num_outputs
-        if not olo <= len(node.outputs) <= ohi:
-            raise GraphError(
-                f"node {node.label}: {node.op} defines {olo}..{ohi} outputs, the node lists {len(node.outputs)} "
-                f"({node.outputs})"
-            )
-    in_types = [graph.type_of(i) if i else None for i in node.inputs]
-    try:
-        if opdef.const_inputs:
-            if consts is None:
-                consts = [
-                    constant_value(graph, name) if k in opdef.const_inputs else None
-                    for k, name in enumerate(node.inputs)
-                ]
-            out = opdef.infer(in_types, node.attrs, list(consts))
-        else:
-            out = opdef.infer(in_types, node.attrs)
-    except GraphError as e:
-        raise GraphError(f"node {node.label} ({node.op}): {e}") from None
-    except (ValueError, IndexError, KeyError, TypeError) as e:
-        raise GraphError(
-            f"node {node.label} ({node.op}): cannot infer output types from inputs "
-            f"{[str(t) for t in in_types]} and attributes {node.attrs}: {e}"
-        ) from None
-    if opdef.num_outputs is not None:
-        out = out[: len(node.outputs)]  # ops with optional trailing outputs
-    if len(out) != len(node.outputs):
-        raise GraphError(f"node {node.label}: {node.op} defines {len(out)} outputs but the node lists {len(node.outputs)}")
-    return out
-
-
-def infer_shapes(graph: Graph) -> Graph:
-    """(Re)compute the type of every node output in topological order, in place; returns the graph."""
-    for node in graph.toposort():
-        for out, t in zip(node.outputs, infer_node(graph, node)):
-            graph.types[out] = t
-    return graph

@@ -1,5 +1,5 @@
-"""Data-movement ops: Reshape, Flatten, Transpose, Concat, Split, Squeeze/Unsqueeze, Slice, Gather, Shape,
-Identity, Dropout (inference) and Constant."""
+"""Data-movement ops: Reshape, Flatten, Transpose, Concat, Split, Squeeze/Unsqueeze, Slice, Gather, Expand,
+Shape, Size, Identity, Dropout (inference), Constant and ConstantOfShape."""
 from __future__ import annotations
 
 import math
@@ -7,9 +7,11 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..graph import GraphError
+from ..errors import GraphError
+from ..node import Node
+from ..protocols import GraphLike
 from ..types import TensorType
-from ._util import ints, need_const, norm_axis, same_dtype
+from .common import broadcast_shapes, constant_node, ints, need_const, norm_axis, same_dtype
 from .registry import OpDef, register_op
 
 
@@ -20,24 +22,36 @@ def _identity_infer(types: Sequence[TensorType | None], attrs: dict[str, Any]) -
 register_op(OpDef("Identity", _identity_infer, lambda xs, a: [xs[0]], (1, 1), elementwise=True, doc="y = x"))
 
 
-def _dropout_infer(types: Sequence[TensorType | None], attrs: dict[str, Any]) -> list[TensorType]:
+DROPOUT_TRAINING = ("Dropout: training_mode=True is not supported: the infopt IR runs inference only (output = "
+                    "data). Export the model in eval mode, or set training_mode to false")
+
+
+def _dropout_infer(types: Sequence[TensorType | None], attrs: dict[str, Any], consts: list) -> list[TensorType]:
     x = types[0]
+    if len(types) > 2 and types[2] is not None:
+        mode = need_const("Dropout", consts, 2, "training_mode")
+        if bool(np.asarray(mode)):
+            raise GraphError(DROPOUT_TRAINING)
     return [x, TensorType(x.shape, "bool", x.layout)]
 
 
 def _dropout(xs: Sequence[np.ndarray | None], attrs: dict[str, Any]) -> list[np.ndarray]:
     if len(xs) > 2 and xs[2] is not None and bool(np.asarray(xs[2])):
-        raise GraphError("Dropout: training_mode=True is not supported (inference only)")
+        raise GraphError(DROPOUT_TRAINING)
     return [xs[0], np.ones(xs[0].shape, dtype=bool)]
 
 
-register_op(OpDef("Dropout", _dropout_infer, _dropout, (1, 3), num_outputs=(1, 2),
+register_op(OpDef("Dropout", _dropout_infer, _dropout, (1, 3), num_outputs=(1, 2), const_inputs=(2,),
                   doc="inference: output = data, mask = all True"))
 
 
 # ----- Constant -----------------------------------------------------------------------------
 def constant_attr_value(attrs: dict[str, Any]) -> np.ndarray:
     """The tensor a Constant node holds (attribute value, value_float(s) or value_int(s))."""
+    for k in ("value_string", "value_strings", "sparse_value"):
+        if k in attrs:
+            raise GraphError(f"Constant: attribute {k} is not supported (the IR holds dense numeric tensors only); "
+                             "use value, value_float(s) or value_int(s)")
     given = [k for k in ("value", "value_float", "value_floats", "value_int", "value_ints") if k in attrs]
     if len(given) != 1:
         raise GraphError(f"Constant: needs exactly one of value, value_float(s), value_int(s); got {given or 'none'}")
@@ -149,33 +163,68 @@ register_op(OpDef("Concat", _concat_infer, lambda xs, a: [np.concatenate(xs, axi
 
 
 # ----- Split ---------------------------------------------------------------------------------
-def _split_sizes(op: str, x: TensorType, attrs: dict[str, Any], consts: Sequence[np.ndarray | None]) -> tuple[int, list[int]]:
-    axis = norm_axis(op, attrs.get("axis", 0), x.rank)
-    if len(consts) < 2 or consts[1] is None:
-        raise GraphError("Split: give the part sizes as input 1 (`split`, a constant int64 tensor); the IR infers "
-                         "the output types from them (an equal split by output count is not supported)")
-    sizes = ints(consts[1])
-    if min(sizes, default=0) < 0 or sum(sizes) != x.shape[axis]:
-        raise GraphError(f"Split: sizes {sizes} must be non-negative and add up to dim {axis} of {x} "
-                         f"({x.shape[axis]})")
-    return axis, sizes
+def split_sizes(x: TensorType, attrs: dict[str, Any], split: np.ndarray | None) -> tuple[int, list[int]]:
+    """(axis, part sizes) of a Split: from the ``split`` input, else ``num_outputs`` parts of ceil(dim / n) with the
+    last one smaller (opset 18; an opset-13 Split without sizes is read as num_outputs = its output count)."""
+    axis = norm_axis("Split", attrs.get("axis", 0), x.rank)
+    dim = x.shape[axis]
+    if split is not None:
+        sizes = ints(split)
+        if min(sizes, default=0) < 0 or sum(sizes) != dim:
+            raise GraphError(f"Split: sizes {sizes} must be non-negative and add up to dim {axis} of {x} ({dim})")
+        return axis, sizes
+    if "num_outputs" not in attrs:
+        raise GraphError("Split: give the part sizes as input 1 (`split`, a constant int64 tensor) or the number of "
+                         "parts as attribute num_outputs")
+    n = int(attrs["num_outputs"])
+    if n < 1:
+        raise GraphError(f"Split: num_outputs must be >= 1, got {n}")
+    chunk = -(-dim // n)
+    return axis, [max(0, min(chunk, dim - k * chunk)) for k in range(n)]
+
+
+def _split_input(values: Sequence[Any], types: Sequence[Any]) -> np.ndarray | None:
+    if len(types) > 1 and types[1] is not None:
+        return need_const("Split", values, 1, "split")
+    return None
 
 
 def _split_infer(types: Sequence[TensorType | None], attrs: dict[str, Any],
                  consts: Sequence[np.ndarray | None]) -> list[TensorType]:
     x = types[0]
-    axis, sizes = _split_sizes("Split", x, attrs, consts)
+    axis, sizes = split_sizes(x, attrs, _split_input(consts, types))
     return [TensorType(tuple(k if d == axis else n for d, n in enumerate(x.shape)), x.dtype, x.layout) for k in sizes]
 
 
 def _split(xs: Sequence[np.ndarray | None], attrs: dict[str, Any]) -> list[np.ndarray]:
     x = np.asarray(xs[0])
-    axis, sizes = _split_sizes("Split", TensorType.of(x), attrs, xs)
+    axis, sizes = split_sizes(TensorType.of(x), attrs, _split_input(xs, xs))
     return [np.ascontiguousarray(p) for p in np.split(x, np.cumsum(sizes)[:-1], axis=axis)]
 
 
-register_op(OpDef("Split", _split_infer, _split, (2, 2), const_inputs=(1,),
-                  doc="cut along 'axis' into parts of the sizes given by input 1 (the inverse of Concat)"))
+def _import_split(node: Node, opset: int) -> Node:
+    """An opset-13..17 Split without sizes cuts into one equal part per output: num_outputs in the IR's form."""
+    if (len(node.inputs) < 2 or not node.inputs[1]) and "num_outputs" not in node.attrs:
+        node.attrs["num_outputs"] = len(node.outputs)
+    return node
+
+
+def _export_split(node: Node, graph: GraphLike, opset: int) -> list[Node]:
+    """num_outputs exists from opset 18; before it an even split drops it and an uneven one gets a split input."""
+    if opset >= 18 or "num_outputs" not in node.attrs or (len(node.inputs) > 1 and node.inputs[1]):
+        return [node]
+    x = graph.type_of(node.inputs[0])
+    axis, sizes = split_sizes(x, node.attrs, None)
+    attrs = {k: v for k, v in node.attrs.items() if k != "num_outputs"}
+    if len(set(sizes)) == 1:
+        return [Node("Split", node.inputs[:1], list(node.outputs), attrs, node.name)]
+    name, const = constant_node(graph, np.array(sizes, np.int64), f"{node.name}_split")
+    return [const, Node("Split", [node.inputs[0], name], list(node.outputs), attrs, node.name)]
+
+
+register_op(OpDef("Split", _split_infer, _split, (1, 2), const_inputs=(1,), onnx_import=_import_split,
+                  export=_export_split,
+                  doc="cut along 'axis' into parts: the sizes in input 1, or num_outputs near-equal parts"))
 
 
 # ----- Squeeze / Unsqueeze --------------------------------------------------------------------
@@ -239,10 +288,27 @@ def _shape_slice(rank: int, attrs: dict[str, Any]) -> slice:
     return slice(attrs.get("start", 0), attrs.get("end", None))
 
 
+def _export_shape(node: Node, graph: GraphLike, opset: int) -> list[Node]:
+    """start/end exist from opset 15; before it, the whole shape then a Slice."""
+    if opset >= 15 or not ({"start", "end"} & set(node.attrs)):
+        return [node]
+    rank = graph.type_of(node.inputs[0]).rank
+    sl = _shape_slice(rank, node.attrs)
+    start, stop, _ = sl.indices(rank)
+    full = graph.fresh_name(f"{node.name}_full")
+    s_name, s_node = constant_node(graph, np.array([start], np.int64), f"{node.name}_start")
+    e_name, e_node = constant_node(graph, np.array([max(stop, start)], np.int64), f"{node.name}_end")
+    return [Node("Shape", node.inputs[:1], [full], {}, node.name), s_node, e_node,
+            Node("Slice", [full, s_name, e_name], list(node.outputs), {}, graph.fresh_name(f"{node.name}_slice"))]
+
+
 register_op(OpDef(
     "Shape", lambda t, a: [TensorType((len(range(rank := t[0].rank)[_shape_slice(rank, a)]),), "i64")],
     lambda xs, a: [np.array(xs[0].shape, dtype=np.int64)[_shape_slice(xs[0].ndim, a)]], (1, 1),
-    doc="the input's shape as an i64 vector (start/end attrs select a part)"))
+    export=_export_shape, doc="the input's shape as an i64 vector (start/end attrs select a part)"))
+register_op(OpDef(
+    "Size", lambda t, a: [TensorType((), "i64")], lambda xs, a: [np.array(xs[0].size, dtype=np.int64)], (1, 1),
+    doc="the input's element count as an i64 scalar"))
 
 
 def _gather_infer(types: Sequence[TensorType | None], attrs: dict[str, Any]) -> list[TensorType]:
@@ -313,3 +379,47 @@ def _slice(xs: Sequence[np.ndarray | None], attrs: dict[str, Any]) -> list[np.nd
 
 register_op(OpDef("Slice", _slice_infer, _slice, (3, 5), const_inputs=(1, 2, 3, 4),
                   doc="data[starts:ends:steps] on the given axes (constant inputs, ONNX clamping)"))
+
+
+# ----- Expand / ConstantOfShape ---------------------------------------------------------------------
+def _shape_arg(op: str, types: Sequence[TensorType | None], consts: Sequence[Any]) -> list[int]:
+    shape = ints(need_const(op, consts, 1 if op == "Expand" else 0, "shape"))
+    if any(d < 0 for d in shape):
+        raise GraphError(f"{op}: shape {shape} has a negative dimension")
+    return shape
+
+
+def _expand_infer(types: Sequence[TensorType | None], attrs: dict[str, Any], consts: list) -> list[TensorType]:
+    x = types[0]
+    out = broadcast_shapes("Expand", x.shape, _shape_arg("Expand", types, consts))
+    return [TensorType(out, x.dtype, x.layout if out == x.shape else None)]
+
+
+def _expand(xs: Sequence[np.ndarray | None], attrs: dict[str, Any]) -> list[np.ndarray]:
+    x = xs[0]
+    out = broadcast_shapes("Expand", x.shape, ints(xs[1]))
+    return [np.ascontiguousarray(np.broadcast_to(x, out))]
+
+
+register_op(OpDef("Expand", _expand_infer, _expand, (2, 2), const_inputs=(1,),
+                  doc="broadcast the input to a shape (numpy rules: the result may be larger than the shape)"))
+
+
+def _fill_value(attrs: dict[str, Any]) -> np.ndarray:
+    v = attrs.get("value")
+    if v is None:
+        return np.zeros((), np.float32)
+    v = np.asarray(v)
+    if v.size != 1:
+        raise GraphError(f"ConstantOfShape: value must hold one element, got shape {v.shape}")
+    TensorType.of(v)  # an IR dtype
+    return v.reshape(())
+
+
+def _cos_infer(types: Sequence[TensorType | None], attrs: dict[str, Any], consts: list) -> list[TensorType]:
+    return [TensorType(tuple(_shape_arg("ConstantOfShape", types, consts)), TensorType.of(_fill_value(attrs)).dtype)]
+
+
+register_op(OpDef(
+    "ConstantOfShape", _cos_infer, lambda xs, a: [np.full(ints(xs[0]), _fill_value(a))], (1, 1), const_inputs=(0,),
+    doc="a tensor of the shape given by input 0, filled with attribute value (default 0.0 f32)"))

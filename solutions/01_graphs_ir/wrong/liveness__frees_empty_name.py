@@ -1,0 +1,15 @@
+def free_after(graph: Graph) -> list[list[str]]:
+    """Treats the empty name "" (an absent output) like any other value."""
+    last: dict[str, int] = {}
+    for i, node in enumerate(graph.nodes):
+        for out in node.outputs:
+            last[out] = i
+    for i, node in enumerate(graph.nodes):
+        for name in node.inputs:
+            if name in last:
+                last[name] = max(last[name], i)
+    result: list[list[str]] = [[] for _ in graph.nodes]
+    for name, i in last.items():
+        if name not in graph.outputs:
+            result[i].append(name)
+    return [sorted(r) for r in result]

@@ -1,0 +1,36 @@
+def remove_redundant(graph: Graph) -> Graph:
+    """Points only the first reader of a removed node at its input."""
+    g = graph.copy()
+    keep = set(g.outputs)
+
+    def passthrough(node: Node, producers: dict) -> tuple[str, Node | None] | None:
+        if node.op == "Identity" or (node.op == "Dropout" and len(node.outputs) == 1):
+            return node.inputs[0], None
+        if node.op == "Transpose":
+            first = producers.get(node.inputs[0])
+            if first is not None and first.op == "Transpose":
+                p1, p2 = list(first.attrs["perm"]), list(node.attrs["perm"])
+                if [p1[i] for i in p2] == list(range(len(p2))):
+                    return first.inputs[0], first
+        return None
+
+    changed = True
+    while changed:
+        changed = False
+        producers = g.producers()
+        for node in g.nodes:
+            if any(o in keep for o in node.outputs):
+                continue
+            found = passthrough(node, producers)
+            if found is None:
+                continue
+            source, first = found
+            reader = g.consumers()[node.outputs[0]][0] if g.consumers().get(node.outputs[0]) else None
+            if reader is not None:
+                reader.inputs = [source if v == node.outputs[0] else v for v in reader.inputs]
+            g.remove_nodes([node])
+            if first is not None and first.outputs[0] not in keep and not g.consumers().get(first.outputs[0]):
+                g.remove_nodes([first])
+            changed = True
+            break
+    return g

@@ -1,0 +1,20 @@
+def ssa_problems(graph: Graph) -> set[tuple[str, str]]:
+    """Compares each read with the position of the LAST definition, so a read after an earlier one is flagged."""
+    ndefs: dict[str, int] = {}
+    for name in [*graph.inputs, *graph.initializers, *(o for n in graph.nodes for o in n.outputs)]:
+        if name:
+            ndefs[name] = ndefs.get(name, 0) + 1
+    problems = {("redefined", v) for v, k in ndefs.items() if k > 1}
+    defined = {v for v in [*graph.inputs, *graph.initializers] if v}
+    where = {o: i for i, n in enumerate(graph.nodes) for o in n.outputs if o}
+    for i, node in enumerate(graph.nodes):
+        for name in node.inputs:
+            if not name:
+                continue
+            if name not in ndefs:
+                problems.add(("undefined", name))
+            elif name not in {v for v in [*graph.inputs, *graph.initializers] if v} and where[name] >= i:
+                problems.add(("use_before_def", name))
+        defined.update(o for o in node.outputs if o)
+    problems |= {("undefined_output", v) for v in graph.outputs if v and v not in ndefs}
+    return problems
