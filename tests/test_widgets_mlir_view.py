@@ -34,8 +34,8 @@ def test_the_counts_figure_has_a_bar_per_stage_and_names_the_current_one(lowerin
 
 def test_the_dropdown_drives_the_figure_and_the_ir(lowering):
     box = stage_viewer(lowering)
-    pick, fig, out = box.children
+    pick, plot, out = box.children
     assert pick.options == tuple(lowering.names)
-    first = fig.layout.title.text
+    first = box.figure.layout.title.text
     pick.value = "llvm"
-    assert fig.layout.title.text != first and "llvm:" in fig.layout.title.text
+    assert box.figure.layout.title.text != first and "llvm:" in box.figure.layout.title.text

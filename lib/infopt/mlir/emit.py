@@ -81,9 +81,10 @@ def emit_graph(graph: Graph, func: str = "main", weights: str = "inline") -> Mli
     missing = sorted({n.op for n in g.nodes} - set(table))
     if missing:
         node = next(n for n in g.nodes if n.op in missing)
-        raise MlirEmitError(f"node {node.label}: op {node.op} has no MLIR emitter (also missing: "
-                            f"{', '.join(m for m in missing if m != node.op) or 'none'}); emittable ops: "
-                            f"{', '.join(sorted(table))}")
+        others = [m for m in missing if m != node.op]
+        raise MlirEmitError(f"node {node.label}: op {node.op} has no MLIR emitter"
+                            + (f" (nor have {', '.join(others)})" if others else "")
+                            + f"; emittable ops: {', '.join(sorted(table))}")
     ctx = EmitContext(g)
     used: set[str] = set()
     args = []

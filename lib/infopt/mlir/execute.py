@@ -128,10 +128,12 @@ class CompiledModule:
                 "compile_s": round(self.compile_seconds, 3)}
 
 
-def compile_module(module: MlirModule, stages: Sequence[Stage] = MODEL_PIPELINE) -> CompiledModule:
-    """Lower `module` through `stages` (ending in LLVM IR) and build it with clang-19."""
+def compile_module(module: MlirModule, stages: Sequence[Stage] = MODEL_PIPELINE,
+                   lowering: Lowering | None = None) -> CompiledModule:
+    """Lower `module` through `stages` (ending in LLVM IR) and build it with clang-19; pass `lowering` (that
+    module's `lower(...)` result) to build what was already lowered."""
     start = time.perf_counter()
-    lowering = lower(module.text, tuple(stages))
+    lowering = lowering if lowering is not None else lower(module.text, tuple(stages))
     if "define " not in lowering.final:
         raise ValueError(f"the last stage ({lowering.names[-1]!r}) did not produce LLVM IR; end the pipeline with "
                          "MODEL_PIPELINE's 'llvm' and 'llvm-ir' stages")

@@ -60,26 +60,29 @@ def counts_figure(lowering: Lowering, current: str | None = None, height: int = 
 
 
 def stage_viewer(lowering: Lowering, max_lines: int = 160) -> Any:
-    """An ipywidgets view: a dropdown of stages, the IR after the chosen one (new lines marked), the counts plot."""
+    """An ipywidgets view: a dropdown of stages, the counts plot (its figure also kept as `.figure`) and the IR after
+    the chosen stage (new lines marked)."""
     import ipywidgets as widgets
-    import plotly.graph_objects as go
     from IPython.display import HTML, display
 
     names = lowering.names
     if not names:
         raise ValueError("the lowering has no stages")
     pick = widgets.Dropdown(options=names, value=names[0], description="stage")
+    plot = widgets.Output()     # an Output with fig.show(), not a FigureWidget (that takes seconds to create)
     ir = widgets.Output()
-    fig = go.FigureWidget(counts_figure(lowering, names[0]))
+    box = widgets.VBox([pick, plot, ir])
+    box.figure = None
 
     def show(name: str) -> None:
-        new = counts_figure(lowering, name)
-        with fig.batch_update():
-            fig.layout = new.layout
+        box.figure = counts_figure(lowering, name)
+        plot.clear_output(wait=True)
+        with plot:
+            box.figure.show()
         ir.clear_output(wait=True)
         with ir:
             display(HTML(stage_html(lowering, name, max_lines)))
 
     pick.observe(lambda ch: show(ch["new"]), names="value")
     show(names[0])
-    return widgets.VBox([pick, fig, ir])
+    return box

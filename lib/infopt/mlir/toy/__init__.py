@@ -1,7 +1,7 @@
 """Toy, the essence of MLIR's tutorial chapters 1-7, in xDSL: the language and its IR (`frontend`, `dialect`),
-canonicalization patterns (`canonicalize`), interface-driven shape inference (`shapes`), the lowering to affine and
+canonicalization patterns (`patterns`), interface-driven shape inference (`shapes`), the lowering to affine and
 to LLVM with a native run (`lower`), and the numpy meaning of a program (`interpret`). Importing it imports xdsl."""
-from .canonicalize import SimplifyRedundantTranspose, apply_patterns, canonicalize, remove_dead
+from .patterns import SimplifyRedundantTranspose, apply_patterns, canonicalize, remove_dead
 from .dialect import TOY, AddOp, ConstantOp, MulOp, PrintOp, ReshapeOp, ShapeInference, TransposeOp
 from .frontend import ToySyntaxError, emit_toy, parse_toy
 from .interpret import run_toy
