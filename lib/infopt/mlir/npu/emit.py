@@ -1,0 +1,89 @@
+"""From npu IR to unit 07's command stream: the lowered function is run by xDSL's interpreter, where each npu op
+appends its command (with the loop indices and addresses evaluated), then the stream runs on the simulator.
+
+    program = command_stream(module, config)                 # Program of DMA loads, tile matmuls, stores
+    C, stats, program = run_on_npu(module, A, B, config)     # simulated; C equals A @ B
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ...accel import AccelConfig, AccelError
+from . import commands
+from .dialect import DmaLoadOp, DmaStoreOp, MatmulOp
+
+
+def _int(v: Any) -> int:
+    return int(v.value.data) if hasattr(v, "value") else int(v)
+
+
+def _interpreter_functions(program: Any, names: dict) -> list:
+    """xDSL interpreter implementations of the npu ops (appending to `program`) and of arith.minsi."""
+    from xdsl.dialects import arith
+    from xdsl.interpreter import InterpreterFunctions, impl, register_impls
+    from xdsl.interpreters.builtin import scalar_attr
+
+    @register_impls
+    class NpuFunctions(InterpreterFunctions):
+        @impl(DmaLoadOp)
+        def run_dma_load(self, interpreter, op, args):
+            src, row, col, rows, cols, addr = args
+            rep = op.repeat.value.data if op.repeat is not None else 1
+            program.append(commands.dma_load(op.buffer.data, _int(addr), names[src], _int(row), _int(col),
+                                             _int(rows), _int(cols), rep))
+            return ()
+
+        @impl(DmaStoreOp)
+        def run_dma_store(self, interpreter, op, args):
+            dst, row, col, rows, cols, addr = args
+            relu = op.relu is not None and bool(op.relu.value.data)
+            program.append(commands.dma_store(_int(addr), names[dst], _int(row), _int(col), _int(rows), _int(cols),
+                                              relu))
+            return ()
+
+        @impl(MatmulOp)
+        def run_matmul(self, interpreter, op, args):
+            a, b, c, m, n, k, acc = (_int(x) for x in args)
+            program.append(commands.tile_matmul(a, b, c, m, n, k, bool(acc)))
+            return ()
+
+        @impl(arith.MinSIOp)
+        def run_minsi(self, interpreter, op, args):
+            return (scalar_attr(min(_int(args[0]), _int(args[1])), op.result.type, interpreter.index_bitwidth),)
+
+    return [NpuFunctions()]
+
+
+def command_stream(module: Any, func: str = "matmul") -> Any:
+    """The command stream the lowered function `func` of `module` issues (its memref arguments are the DRAM tensors
+    "A", "B", "C", ... in order)."""
+    from xdsl.interpreter import Interpreter
+    from xdsl.interpreters import arith as iarith
+    from xdsl.interpreters import func as ifunc
+    from xdsl.interpreters import scf as iscf
+
+    fn = next((op for op in module.walk() if op.name == "func.func" and op.sym_name.data == func), None)
+    if fn is None:
+        raise ValueError(f"the module has no function @{func}")
+    args = fn.body.block.args
+    tensor_names = [chr(ord("A") + i) for i in range(len(args))]
+    program = commands.new_program({n: tuple(a.type.get_shape()) for n, a in zip(tensor_names, args)})
+    interp = Interpreter(module)
+    for impls in (iscf.ScfFunctions(), iarith.ArithFunctions(), ifunc.FuncFunctions(),
+                  *_interpreter_functions(program, {n: n for n in tensor_names})):
+        interp.register_implementations(impls)
+    leftover = [op.name for op in fn.walk() if op.name.startswith("linalg.")]
+    if leftover:
+        raise AccelError(f"@{func} still holds {leftover}: lower it to npu ops first (lower_to_npu)")
+    interp.call_op(func, tuple(tensor_names))
+    return program
+
+
+def run_on_npu(module: Any, A: np.ndarray, B: np.ndarray, config: AccelConfig, func: str = "matmul"):
+    """Run the lowered matmul on the simulator: (C, RunStats, Program)."""
+    program = command_stream(module, func)
+    C = np.zeros((A.shape[0], B.shape[1]), dtype=config.acc_dtype)
+    stats = commands.simulate(program, {"A": A, "B": B, "C": C}, config)
+    return C, stats, program

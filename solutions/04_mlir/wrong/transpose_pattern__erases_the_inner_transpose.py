@@ -1,0 +1,15 @@
+from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
+
+from infopt.mlir.toy import TransposeOp
+
+
+class TransposeOfTranspose(RewritePattern):
+    """transpose(transpose(x)) -> x."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: TransposeOp, rewriter: PatternRewriter) -> None:
+        """Also erases the inner transpose, which may still have other users."""
+        inner = op.arg.owner
+        if isinstance(inner, TransposeOp):
+            rewriter.replace(op, [], [inner.arg])
+            rewriter.erase(inner)

@@ -1,0 +1,74 @@
+"""infopt.mlir.toy: the Toy front end, canonicalizations, shape inference and the lowering to affine and LLVM keep
+what each program prints (numpy semantics, and a native run through mlir-cpu-runner-19)."""
+import numpy as np
+import pytest
+
+from infopt.mlir.toy import (TOY, SimplifyRedundantTranspose, ToySyntaxError, apply_patterns, canonicalize,
+                             emit_toy, infer_shapes, lower_print, lower_to_affine, run_toy, run_toy_native)
+from infopt.mlir.toy.programs import random_toy_source
+from infopt.mlir.xdsl_ir import parse_module, print_ir
+
+SOURCES = [random_toy_source(np.random.default_rng(seed)) for seed in range(12)]
+
+
+def _names(module):
+    return [op.name for op in module.walk()]
+
+
+def _same(a, b):
+    return len(a) == len(b) and all(x.shape == y.shape and np.allclose(x, y) for x, y in zip(a, b))
+
+
+@pytest.mark.parametrize("k", range(len(SOURCES)))
+def test_canonicalize_and_shape_inference_keep_what_is_printed(k):
+    module = emit_toy(SOURCES[k])
+    want = run_toy(module)
+    canonicalize(module)
+    infer_shapes(module)
+    module.verify()
+    assert _same(run_toy(module), want), SOURCES[k]
+    assert "toy.reshape" not in _names(module)               # every reshape here is of a constant
+    for op in module.walk():
+        if op.name == "toy.transpose":
+            assert op.arg.owner.name != "toy.transpose"      # no transpose of a transpose is left
+    assert "tensor<*xf64>" not in print_ir(module)
+
+
+@pytest.mark.parametrize("k", [0, 5, 9])
+def test_the_native_run_prints_what_numpy_prints(k):
+    module = emit_toy(SOURCES[k])
+    want = run_toy(module)
+    canonicalize(module)
+    infer_shapes(module)
+    affine_module = lower_to_affine(module)
+    assert {"affine.for", "memref.alloc", "toy.print"} <= set(_names(affine_module))   # the partial lowering
+    got, llvm_ir = run_toy_native(lower_print(affine_module))
+    assert "llvm.call" in llvm_ir and _same(got, want), SOURCES[k]
+
+
+def test_the_transpose_pattern_alone_removes_pairs_but_keeps_the_inner_one_when_used():
+    module = emit_toy("def main() { var a = [[1, 2, 3]]; var t = transpose(a); print(t); print(transpose(t)); }")
+    apply_patterns(module, [SimplifyRedundantTranspose()])
+    assert _names(module).count("toy.transpose") == 1
+    assert _same(run_toy(module), [np.array([[1.0], [2.0], [3.0]]), np.array([[1.0, 2.0, 3.0]])])
+
+
+def test_the_ir_prints_and_parses_back():
+    module = emit_toy(SOURCES[3])
+    again = parse_module(print_ir(module), [TOY])
+    assert _same(run_toy(again), run_toy(module))
+
+
+def test_bad_programs_are_refused_with_where_and_what():
+    with pytest.raises(ToySyntaxError, match="line 1: expected ';'"):
+        emit_toy("def main() { var a = [1, 2] print(a); }")
+    with pytest.raises(ToySyntaxError, match="unknown variable 'b'"):
+        emit_toy("def main() { print(b); }")
+    module = emit_toy("def main() { var a = [[1, 2]]; var b = [[1], [2]]; print(a + b); }")
+    with pytest.raises(Exception, match="differ"):
+        infer_shapes(module)
+        module.verify()
+    with pytest.raises(ValueError, match="canonicalize"):
+        m = emit_toy("def main() { var a = [[1, 2]]; var b<2, 1> = a; print(b); }")
+        infer_shapes(m)
+        lower_to_affine(m)
