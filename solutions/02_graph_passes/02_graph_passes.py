@@ -562,7 +562,7 @@ _cases.append(("Convs and Softmaxes with different attributes", _g, {"Conv": 3, 
 def _with_duplicates(g):
     """g plus what every grading builds in: a commutative duplicate with swapped inputs, a Sub with swapped inputs
     (not a duplicate), a chain of duplicates, a duplicated two-output Split, Transposes that differ in perm only, and
-    a duplicate that defines a graph output."""
+    a duplicate that defines a graph output, with duplicates after it."""
     x = g.inputs[0]
     vals = [x, *(o for n in g.nodes for o in n.outputs if g.type_of(o) == g.type_of(x))]
     a, b = g.add_node("Sigmoid", [vals[int(_rng.integers(len(vals)))]]).outputs[0], x
@@ -581,7 +581,8 @@ def _with_duplicates(g):
     h = g.add_node("Add", [h.outputs[0], g.add_node("Sub", [d2, t2]).outputs[0]]).outputs[0]
     o1 = g.add_node("Neg", [h]).outputs[0]
     o2 = g.add_node("Neg", [h]).outputs[0]      # a duplicate that is a graph output: kept
-    g.outputs = [*g.outputs, o1, o2, g.add_node("Relu", [t1]).outputs[0]]
+    e1, e2 = g.add_node("Exp", [o2]).outputs[0], g.add_node("Exp", [o2]).outputs[0]   # duplicates after it
+    g.outputs = [*g.outputs, o1, o2, g.add_node("Add", [e1, e2]).outputs[0], g.add_node("Relu", [t1]).outputs[0]]
     return g
 
 
@@ -1225,6 +1226,9 @@ _cases.append(("eight small buffers where only the best-fitting gap keeps the ar
 _cases.append(("seven small buffers where only the best-fitting gap keeps the arena at the lower bound (B)",
                _iv([("a", 3, 6, 8), ("b", 6, 9, 6), ("c", 1, 3, 6), ("d", 4, 7, 5), ("e", 2, 4, 6), ("f", 3, 6, 6),
                     ("g", 2, 5, 8)])))
+_cases.append(("seven small buffers where of two equally good gaps the first must be taken (C)",
+               [P.Interval(n, *r) for n, r in zip(("u", "v", "w", "x", "y", "z", "q"), (
+                   (2, 5, 4), (0, 4, 4), (4, 5, 2), (2, 3, 4), (3, 6, 3), (5, 9, 3), (6, 6, 1)))]))
 _found = 0
 for _try in range(200):  # random conv nets (stages of conv + activation with residual adds), planned greedily...
     _g = Graph("net")
