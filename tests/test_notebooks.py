@@ -25,8 +25,6 @@ from tests.notebooks.harness import Unit
 FIXTURES = Path(__file__).parent / "notebooks" / "fixtures" / "solutions"
 FIXTURE_UNITS = release.discover_units(FIXTURES)
 REAL_UNITS = release.discover_units(release.SOLUTIONS)
-# Released before rule tables existed; each leaves this list when its table lands (issue 14). New units never join it.
-REAL_UNITS_WITHOUT_RULES = {"02_graph_passes"}
 
 
 @functools.cache
@@ -123,8 +121,6 @@ def test_rule_table_covers_the_text_and_each_rule_is_caught_by_its_check(name):
     """(j) solutions/<U>/rules.toml: every requirement the exercises state has a hidden check and a wrong answer that
     breaks only it (tests/notebooks/rules.py)."""
     unit = get_unit(name)
-    if not (unit.solutions / name / "rules.toml").is_file() and name in REAL_UNITS_WITHOUT_RULES:
-        pytest.skip(f"{name} has no rule table yet (issue 14)")
     _ok(name, harness.rule_problems(unit, harness.grade_unit(unit)))
 
 

@@ -3,19 +3,20 @@
 ``random_graph(seed, n_nodes)`` builds a Graph of elementwise and matmul ops with constants; every value it
 makes is read by a later node or returned, so no node is dead code. ``random_feeds`` makes inputs for it.
 ``graph_fingerprint(graph)`` is what a function handed a graph must leave alone (for "your function changed its
-input" checks in hidden tests).
+input" checks in hidden tests). ``check_graph_pass(fn, graph, ...)`` is the check every graph-to-graph exercise
+shares: a new Graph comes back, the input is left alone, the result verifies and computes the same outputs.
 """
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
 from .graph import Graph
 from .types import TensorType
 
-__all__ = ["BINARY_OPS", "UNARY_OPS", "graph_fingerprint", "random_feeds", "random_graph"]
+__all__ = ["BINARY_OPS", "UNARY_OPS", "check_graph_pass", "graph_fingerprint", "random_feeds", "random_graph"]
 
 UNARY_OPS = ("Relu", "Neg", "Tanh", "Sigmoid", "Identity", "Gelu")
 BINARY_OPS = ("Add", "Sub", "Mul", "Max", "Min")
@@ -101,3 +102,60 @@ def graph_fingerprint(graph: Graph) -> tuple:
         tuple((k, id(v), _array_digest(v)) for k, v in graph.initializers.items()),
         tuple((id(n), n.op, tuple(n.inputs), tuple(n.outputs), repr(n.attrs), n.name) for n in graph.nodes),
     )
+
+
+def _relative_error(got: Any, ref: Any) -> float:
+    """max|got - ref| / max|ref| in float64 (inf when the shapes differ)."""
+    a, b = np.asarray(got, dtype=np.float64), np.asarray(ref, dtype=np.float64)
+    if a.shape != b.shape:
+        return float("inf")
+    denom = float(np.max(np.abs(b))) if b.size else 0.0
+    err = float(np.max(np.abs(a - b))) if a.size else 0.0
+    return err / denom if denom > 0 else err
+
+
+def check_graph_pass(fn: Callable[[Graph], Any], graph: Graph, *, name: str, what: str, rtol: float = 1e-6,
+                     seed: int = 0, expect: Callable[[Graph], None] | None = None) -> Graph:
+    """Run a student's pass ``fn(graph)`` and check what every pass promises; returns the new graph.
+
+    In order: ``fn`` does not raise and leaves ``graph`` unchanged (``call_student`` with ``graph_fingerprint``);
+    it returns a Graph other than ``graph``; ``expect(result)`` (the exercise's own checks, run first so that
+    their precise message wins); the result verifies (in execution order when ``graph``'s node list is stored
+    unsorted: a pass may keep the order it was given); it keeps the input and output names; and on random inputs
+    (``random_feeds(graph, seed)``) every output is within ``rtol`` (relative to its largest value) of the
+    input graph's. Failures raise the grading error with ``what`` (where) in the message.
+    """
+    from ..grading import call_student, check_true
+    from .interpreter import run_graph
+    from .verify import verify
+
+    if not isinstance(graph, Graph):
+        raise TypeError(f"check_graph_pass needs a Graph to hand to {name}, got {type(graph).__name__}")
+    out = call_student(fn, graph, name=name, fingerprint=graph_fingerprint)
+    check_true(isinstance(out, Graph), f"{what}: {name} must return a Graph, got {type(out).__name__}")
+    check_true(out is not graph, f"{what}: {name} returned the graph it was given; return a new graph (start "
+               "from graph.copy())")
+    if expect is not None:
+        expect(out)
+    try:
+        stored_sorted = [id(n) for n in graph.toposort()] == [id(n) for n in graph.nodes]
+        if stored_sorted:
+            verify(out)
+        else:  # the input's node list is not in execution order, so the result need not be either
+            ordered = out.copy()
+            ordered.nodes = out.toposort()
+            verify(ordered)
+    except Exception as err:  # noqa: BLE001 (the verifier's GraphError, or a crash on a malformed graph)
+        check_true(False, f"{what}: {name} returned an invalid graph: {err}")
+    check_true(list(out.inputs) == list(graph.inputs),
+               f"{what}: graph inputs changed from {list(graph.inputs)} to {list(out.inputs)}; a pass keeps them")
+    check_true(list(out.outputs) == list(graph.outputs),
+               f"{what}: graph outputs changed from {list(graph.outputs)} to {list(out.outputs)}; a pass keeps "
+               "the graph's output names")
+    feeds = random_feeds(graph, seed)
+    ref, got = run_graph(graph, feeds), run_graph(out, feeds)
+    for o in graph.outputs:
+        err = _relative_error(got[o], ref[o])
+        check_true(err <= rtol, f"{what}: the outputs changed: graph output %{o} differs from the input graph's "
+                   f"by a max relative error of {err:.3g} (allowed {rtol:g}) on random inputs (seed {seed})")
+    return out

@@ -1,18 +1,21 @@
 def fuse_conv_bn_relu(graph: Graph) -> Graph:
-    """A copy of graph with every Conv -> BatchNormalization -> Relu chain fused (other readers ignored)."""
+    """Fused chains (weights and BN parameters assumed constant)."""
     g = graph.copy()
     consumers = g.consumers()
+
+    def only_reader(value):
+        readers = consumers.get(value, [])
+        return readers[0] if len(readers) == 1 and value not in g.outputs else None
+
     dead, new = set(), {}
     for conv in [n for n in g.nodes if n.op == "Conv"]:
-        bn = next((r for r in consumers.get(conv.outputs[0], []) if r.op == "BatchNormalization"), None)
-        if bn is None:
+        bn = only_reader(conv.outputs[0])
+        if bn is None or bn.op != "BatchNormalization":
             continue
-        relu = next((r for r in consumers.get(bn.outputs[0], []) if r.op == "Relu"), None)
-        if relu is None:
+        relu = only_reader(bn.outputs[0])
+        if relu is None or relu.op != "Relu":
             continue
         params = conv.inputs[1:] + bn.inputs[1:]
-        if not all(p in g.initializers for p in params):
-            continue
         w = g.initializers[conv.inputs[1]]
         b = g.initializers[conv.inputs[2]] if len(conv.inputs) > 2 else None
         scale, bias, mean, var = (g.initializers[p] for p in bn.inputs[1:5])

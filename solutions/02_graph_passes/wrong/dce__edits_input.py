@@ -1,0 +1,15 @@
+def eliminate_dead_code(graph: Graph) -> Graph:
+    """The graph itself without dead nodes (no copy)."""
+    g = graph
+    producers = g.producers()
+    live = set()
+    stack = [producers[o] for o in g.outputs if o in producers]
+    while stack:
+        node = stack.pop()
+        if id(node) in live:
+            continue
+        live.add(id(node))
+        stack.extend(producers[i] for i in node.inputs if i in producers)
+    g.remove_nodes([n for n in g.nodes if id(n) not in live])
+    g.prune_initializers()
+    return g
