@@ -1125,9 +1125,9 @@ print(f"max relative error {max_output_error(fused_resnet, blocked.graph, feeds)
 # * **the plan**: the arena size, `max(offset + size)`;
 # * **the lower bound**: the most bytes live at any one step — no plan can do better.
 #
-# The classic heuristic (TFLite's "greedy by size"): place tensors from the largest to the smallest; each goes into
-# the **smallest** free gap that fits it (best fit) between the tensors already placed that are live at the
-# same time, or on top of them.
+# The classic heuristic (TFLite's "greedy by size"): place tensors from the largest to the smallest, equal sizes in
+# the order of their first step (`start`); each goes into the **smallest** free gap that fits it (best fit) between
+# the tensors already placed that are live at the same time, or on top of them.
 
 # %%
 intervals = P.liveness(fused_resnet)
@@ -1148,7 +1148,8 @@ plot_memory_plan(plan, title="ResNet-18 (64x64) after fusion: buffers in time x 
 # offset, even one of size 0. Leave `intervals` as it is (sort a copy), and do not call the library's
 # `P.plan_memory`. Checked with `P.check_plan`, and the arena (`max(offset + size)`) must be within **10%** of the
 # lower bound (`P.lower_bound_bytes`) on the graphs of this unit and on hidden conv-net-like interval sets. The
-# greedy-by-size best-fit placement described above is enough.
+# greedy-by-size best-fit placement described above is enough. Mind its tie rule: equal sizes placed in another
+# order (say, as the list comes) can end more than 10% above the lower bound on a chain of equal buffers.
 
 # %% solution=true grade_id="memplan"
 def plan_offsets(intervals: list) -> dict:
@@ -1220,15 +1221,12 @@ _cases.append(("small buffers born first, a large one later (placement by size, 
                        P.Interval("s3", 2, 4, _s)])))
 _iv = lambda rows: _named([P.Interval(*r) for r in rows])
 _cases.append(("a single buffer of 1 byte", _iv([("b", 0, 0, 1)])))
-_cases.append(("eight small buffers where only the best-fitting gap keeps the arena at the lower bound (A)",
-               _iv([("a", 1, 5, 4), ("b", 0, 4, 5), ("c", 2, 3, 4), ("d", 5, 6, 4), ("e", 0, 1, 1), ("f", 5, 7, 2),
-                    ("g", 5, 7, 3), ("h", 3, 6, 4)])))
-_cases.append(("seven small buffers where only the best-fitting gap keeps the arena at the lower bound (B)",
+_cases.append(("seven small buffers with overlapping lifetimes",
                _iv([("a", 3, 6, 8), ("b", 6, 9, 6), ("c", 1, 3, 6), ("d", 4, 7, 5), ("e", 2, 4, 6), ("f", 3, 6, 6),
                     ("g", 2, 5, 8)])))
-_cases.append(("seven small buffers where of two equally good gaps the first must be taken (C)",
-               [P.Interval(n, *r) for n, r in zip(("u", "v", "w", "x", "y", "z", "q"), (
-                   (2, 5, 4), (0, 4, 4), (4, 5, 2), (2, 3, 4), (3, 6, 3), (5, 9, 3), (6, 6, 1)))]))
+# No case fixes a tie-break the text leaves open: greedy by size with equal sizes in any order, and best fit taking
+# any of equally small gaps, are all the method the text describes (two such sets were dropped: they failed
+# correct answers).
 _found = 0
 for _try in range(200):  # random conv nets (stages of conv + activation with residual adds), planned greedily...
     _g = Graph("net")
