@@ -117,3 +117,42 @@ def test_a_broken_rule_table_gets_each_flaw_reported(broken):
 def test_the_fixture_rule_table_passes(tmp_path):
     unit = Unit("00_fixture", FIXTURE, tmp_path)
     assert harness.rule_problems(unit) == []
+
+
+def test_a_fast_path_process_dies_with_its_parent(tmp_path):
+    """A test run killed outright (SIGKILL, a CI timeout) must not leave the fast-path worker or its forks running."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    marker = tmp_path / "child.pid"
+    parent_code = (
+        "import subprocess, sys, time\n"
+        "subprocess.Popen([sys.executable, '-c', 'import os, sys, time; sys.path.insert(0, sys.argv[1]);"
+        " from tests.notebooks.fastpath import die_with_parent; die_with_parent();"
+        " open(sys.argv[2], \"w\").write(str(os.getpid())); time.sleep(120)', sys.argv[1], sys.argv[2]])\n"
+        "time.sleep(120)\n")
+    repo = str(Path(__file__).resolve().parent.parent)
+    parent = subprocess.Popen([sys.executable, "-c", parent_code, repo, str(marker)])
+    try:
+        for _ in range(200):
+            if marker.is_file() and marker.read_text():
+                break
+            time.sleep(0.05)
+        child = int(marker.read_text())
+        os.kill(parent.pid, signal.SIGKILL)
+        parent.wait()
+        for _ in range(100):
+            try:
+                os.kill(child, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.05)
+        else:
+            os.kill(child, signal.SIGKILL)
+            raise AssertionError("the child outlived its parent by 5 s")
+    finally:
+        if parent.poll() is None:
+            parent.kill()
