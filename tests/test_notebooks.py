@@ -5,7 +5,7 @@ and runs without an error in any cell; (b) the unmodified release scores zero; (
 loses its exercise's points (and, graded through nbgrader, only those); (d) no solution or hidden-test text
 reaches course/; (e) course/ is not stale; (f) every exercise has visible and hidden tests and a wrong answer;
 (g) no exercise's test reads state another exercise's cells made; (h) the fast path that grades most wrong
-answers scores exactly as nbgrader does; (i) every wrong answer fails under each of 20 grading seeds; (j) the
+answers scores exactly as nbgrader does; (i) every wrong answer fails under each grading seed (3 in make test, INFOPT_GRADING_SEEDS=20 for the full proof); (j) the
 unit's rule table covers its exercises' text, and each rule's wrong answer is caught by that rule's check. (a)-(c) and (h) share one nbgrader autograde run and one fast-path run
 per unit; the checks themselves live in tests/notebooks/harness.py.
 """
@@ -110,8 +110,8 @@ def test_fast_path_scores_like_nbgrader(name):
 
 @pytest.mark.parametrize("name", _unit_params())
 def test_every_wrong_answer_fails_under_every_grading_seed(name):
-    """(i) Each stored wrong answer is graded under 20 grading seeds (INFOPT_GRADING_SEED) and loses its points in
-    all of them."""
+    """(i) Each stored wrong answer is graded under grading seeds 1..INFOPT_GRADING_SEEDS (3 by default; 20 for the full
+    proof) and loses its points in all of them."""
     unit = get_unit(name)
     _ok(name, harness.seed_problems(unit, harness.grade_unit(unit)))
 
