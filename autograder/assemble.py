@@ -27,6 +27,7 @@ class MasterCell:
     grade_id: str | None = None
     points: float = 0.0
     cell_id: str | None = None
+    cell_type: str = "code"  # "markdown" for a locked markdown cell (kind readonly): it is text, never run
 
     @property
     def graded(self) -> bool:
@@ -95,7 +96,8 @@ def master_from_cells(cells: list[dict]) -> list[MasterCell]:
             seen.add(grade_id)
         if kind == "test" and points <= 0:
             raise ValueError(f"source cell {number} ({grade_id}): a test cell needs points > 0")
-        master.append(MasterCell(kind, source, grade_id, points, cell.get("id")))
+        cell_type = "markdown" if cell.get("cell_type", "code") != "code" else "code"
+        master.append(MasterCell(kind, source, grade_id, points, cell.get("id"), cell_type))
     if not any(c.kind == "test" for c in master):
         raise ValueError("the source notebook has no test cells with points; nothing to grade")
     return master
@@ -177,7 +179,9 @@ def assemble(nb: dict, master: list[MasterCell], release: dict | None = None) ->
             else:
                 if m.kind == "test" and _norm(source) != _norm(stubs.get(grade_id, m.visible_source())):
                     notes.append(f"cell {grade_id}: the student edited this read-only cell; restored the original")
-                kind = m.kind if m.kind != "readonly" or cell["cell_type"] == "code" else "markdown"
+                # a locked cell keeps the type of the source: a text cell turned into code is not run
+                kind = "markdown" if m.kind == "readonly" and (m.cell_type == "markdown" or cell["cell_type"] != "code") \
+                    else m.kind
                 out.append(GradedCell(kind, m.source, grade_id, m.points, "instructor", m.hidden_lines()))
             continue
         if grade_id in seen:
@@ -221,7 +225,7 @@ def release_notebook(master: list[MasterCell], solved: bool = False) -> dict:
     """An nbformat-4 notebook like the release (nbgrader metadata, stubs); `solved=True`: an honest submission."""
     cells = []
     for number, m in enumerate(master):
-        cell_type = "markdown" if m.kind == "markdown" else "code"
+        cell_type = "markdown" if m.kind == "markdown" or m.cell_type == "markdown" else "code"
         source = m.visible_source()
         if solved and m.kind in ("solution", "manual"):
             source = _strip_markers(m.source)

@@ -312,7 +312,10 @@ def _signer(key: bytes, fd: int, shared: dict, started) -> None:
         emit("start", (("seq", seq), ("cell", current["cell"])))
 
     def verdict(current: dict, status: str) -> None:
-        void, changed = state["snapshot"].compare(current["ns"], current["trusted"])
+        # The names a test imported vouch only for a pass: a test that failed before its own import line (an
+        # exercise that raised) left them unbound, and a failure earns nothing a forged binding could have given.
+        trusted = current["trusted"] if status == "ok" else []
+        void, changed = state["snapshot"].compare(current["ns"], trusted)
         emit("verdict", (("seq", current["seq"]), ("cell", current["cell"]), ("status", status),
                          ("tamper", void), ("changed", changed)))
 

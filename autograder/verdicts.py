@@ -104,8 +104,20 @@ def imported_names(source: str) -> tuple[tuple[str, str, str], ...]:
     return tuple(found)
 
 
+@functools.lru_cache(maxsize=4096)
+def names_read(source: str) -> frozenset[str]:
+    """Every bare name `source` reads, at any depth (IPython syntax allowed; nothing for a cell that does not parse)."""
+    try:
+        tree = ast.parse(_transform(source))
+    except SyntaxError:
+        return frozenset()
+    return frozenset(n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load))
+
+
 def trusted_before(cells: list[dict], index: int) -> list[tuple[str, str, str]]:
-    """The checker-module bindings the instructor's cells before `index` (and the test itself) made, latest first."""
+    """The checker-module bindings the instructor's cells before `index` (and the test itself) made and the test
+    at `index` reads, latest first. A name the test never reads cannot change its verdict, and an earlier test that
+    failed before its import line leaves that name unbound: neither is tampering."""
     bound: dict[str, tuple[str, str, str]] = {}
     for cell in cells[: index + 1]:
         if cell.get("author") == "instructor" and cell["kind"] in ("code", "test", "readonly"):
@@ -114,7 +126,8 @@ def trusted_before(cells: list[dict], index: int) -> list[tuple[str, str, str]]:
                     bound[name] = (name, module, attr)
                 else:
                     bound.pop(name, None)
-    return list(bound.values())
+    used = names_read(cells[index]["source"])
+    return [entry for name, entry in bound.items() if name in used]
 
 
 def library_modules(cells: list[dict]) -> list[str]:

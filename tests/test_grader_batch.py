@@ -14,7 +14,7 @@ import pytest
 from autograder.assemble import release_notebook
 from autograder.grade import grade, load_unit, main
 from autograder.sandbox import Limits
-from tests.grader_fixtures.adversarial import (CONTROL, DETACHED_MARKER, TAMPER_ON_WRONG_CODE, cases_for,
+from tests.grader_fixtures.adversarial import (CONTROL, DETACHED_MARKER, TAMPER_ON_WRONG_CODE, Case, cases_for,
                                                expected_score, materialize)
 from tests.grader_fixtures.leaks import grader_lines, leaked_lines
 
@@ -25,6 +25,12 @@ FIXTURE = Path(__file__).parent / "notebooks" / "fixtures" / "solutions" / "00_f
 UNITS = {"toy_unit": TOY, "00_fixture": FIXTURE}
 LIMITS = Limits(memory_mb=400, pids=64, file_mb=16, cpu_s=30, wall_s=30.0, cell_s=6.0)
 CASES = {name: cases_for(source.parent / "wrong") for name, source in UNITS.items()}
+# The toy unit's setup cell imports the checks its tests call; a solution cell that rebinds them voids every test
+# that reads them (the second exercise's honest pass too: its verdict came from the no-op).
+REBIND_CHECKERS = "check_array = check_equal = check_close = lambda *args, **kwargs: None\n"
+CASES["toy_unit"].insert(-1, Case("s6_rebind_checkers", "unsolved first exercise; the checks its tests use rebound "
+                                  "to no-ops in the notebook", "stub_target", REBIND_CHECKERS, target=0,
+                                  status="flagged", score="zero", flag="check_equal (used by this test)"))
 
 
 def snapshot(*roots: Path) -> dict[str, str]:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.assemble import assemble, load_master, release_notebook
+from autograder.assemble import assemble, load_master, master_from_cells, release_notebook
 from autograder.intake import find_submissions, load_roster, parse_notebook, safe_id
 from tests.grader_fixtures.adversarial import tar_bytes
 
@@ -122,6 +122,27 @@ def test_assemble_deleted_solution_becomes_the_stub(master):
     scale = next(c for c in cells if c.grade_id == "scale")
     assert "NotImplementedError" in scale.source and scale.author == "instructor"
     assert any("scale was deleted" in n for n in notes)
+
+
+def test_a_locked_text_cell_stays_text_and_is_never_run():
+    """A locked markdown cell (nbgrader readonly) is text in the release and in grading, even turned into code."""
+    locked = {"nbgrader": {"locked": True, "grade": False, "solution": False, "grade_id": "intro",
+                           "schema_version": 3}}
+    cells = [{"cell_type": "markdown", "metadata": locked, "source": "raise SystemExit('text run as code')"},
+             {"cell_type": "code", "metadata": {"nbgrader": {"solution": True, "grade": False, "grade_id": "f",
+                                                            "schema_version": 3}},
+              "source": "def f():\n    ### BEGIN SOLUTION\n    return 1\n    ### END SOLUTION"},
+             {"cell_type": "code", "metadata": {"nbgrader": {"grade": True, "solution": False, "locked": True,
+                                                            "grade_id": "f_test", "points": 1, "schema_version": 3}},
+              "source": "assert f() == 1"}]
+    master = master_from_cells(cells)
+    assert master[0].kind == "readonly" and master[0].cell_type == "markdown"
+    release = release_notebook(master)
+    assert release["cells"][0]["cell_type"] == "markdown"
+    submitted = copy.deepcopy(release)
+    submitted["cells"][0].update(cell_type="code", outputs=[], execution_count=None)
+    graded, _ = assemble(submitted, master, release)
+    assert graded[0].kind == "markdown", "a text cell turned into code must not run"
 
 
 def _zip_bytes(files: dict, links: dict | None = None) -> bytes:

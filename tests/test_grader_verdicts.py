@@ -9,7 +9,7 @@ import pytest
 from autograder.kernel_boot import AUDIT, DETAIL, END_LINE, ERR_LINE, EXC_INFO, OK_LINE, startup_file
 from autograder.persistence import startup_files
 from autograder.sealed import check_line, seal, sign_line, subkeys, unseal
-from autograder.verdicts import Channel, Sealer, imported_names, trusted_before, wrap_test
+from autograder.verdicts import Channel, Sealer, imported_names, names_read, trusted_before, wrap_test
 
 pytestmark = pytest.mark.xdist_group("grader")
 KEY = bytes(range(32))
@@ -89,17 +89,21 @@ def test_probes_are_the_size_of_the_test_they_precede():
     assert [sealer.trigger(sealer.hello([]))[0]] == [4], "sequence numbers count every trigger"
 
 
-def test_trusted_names_are_the_checker_imports_of_the_instructors_cells():
+def test_trusted_names_are_the_checker_imports_of_the_instructors_cells_that_the_test_reads():
     assert imported_names("import numpy as np\nfrom infopt.grading import check_array as ca\nimport a.b") == (
         ("np", "numpy", ""), ("ca", "infopt.grading", "check_array"), ("a", "a", ""))
+    reads = "import math\ncheck_equal(math.floor(np.pi), 3)\ndef f():\n    return check_array\n"
     cells = [{"kind": "code", "author": "instructor",
-              "source": "import numpy as np\nfrom infopt.grading import check_equal"},
+              "source": "import numpy as np\nfrom infopt.grading import check_equal, check_close"},
              {"kind": "solution", "author": "student", "source": "from infopt.grading import check_array"},
-             {"kind": "test", "author": "instructor", "source": "import math"},
-             {"kind": "code", "author": "instructor", "source": "import torch as np"}]
+             {"kind": "test", "author": "instructor", "source": reads},
+             {"kind": "code", "author": "instructor", "source": "import torch as np"},
+             {"kind": "test", "author": "instructor", "source": reads}]
     assert sorted(trusted_before(cells, 2)) == [("check_equal", "infopt.grading", "check_equal"), ("math", "math", ""),
-                                                ("np", "numpy", "")]
-    assert ("np", "numpy", "") not in trusted_before(cells, 3), "a later non-checker binding replaces the name"
+                                                ("np", "numpy", "")], "check_close is never read by the test"
+    assert sorted(trusted_before(cells, 4)) == [("check_equal", "infopt.grading", "check_equal"),
+                                                ("math", "math", "")], "a later non-checker binding replaces np"
+    assert names_read("%time x\ny + z") >= {"get_ipython", "y", "z"} and names_read("def (") == frozenset()
 
 
 def test_startup_files(tmp_path):
