@@ -32,7 +32,7 @@ def measure(repeats: int) -> dict:
     from infopt.ir.onnx_io import from_onnx
     from infopt.models import resnet18_onnx, resnet50_onnx
     from infopt.passes import default_pipeline, plan_memory
-    from infopt.passes.export import export_onnx
+    from infopt.passes.export import export_optimized
     from infopt.runtime.onnxruntime_session import ort_kernel_count, ort_run, ort_session
     from infopt.passes.rewrite import max_relative_error
 
@@ -40,14 +40,14 @@ def measure(repeats: int) -> dict:
     graph = from_onnx(original)
     fused = default_pipeline().run(graph).graph
     result = default_pipeline(nchwc=True).run(graph)
-    ours = export_onnx(result.graph, "ort")
+    ours = export_optimized(result.graph, "ort")
     rng = np.random.default_rng(0)
     feeds = {graph.inputs[0]: rng.standard_normal(graph.type_of(graph.inputs[0]).shape).astype(np.float32)}
     err = max_relative_error(ort_run(ours, feeds)[0], ort_run(original, feeds)[0])
 
     variants = {
         "ours, ORT_DISABLE_ALL": (ours, "disable_all"),
-        "ours w/o layout, ORT_DISABLE_ALL": (export_onnx(fused, "ort"), "disable_all"),
+        "ours w/o layout, ORT_DISABLE_ALL": (export_optimized(fused, "ort"), "disable_all"),
         "original, ORT_DISABLE_ALL": (original, "disable_all"),
         "original, ORT_ENABLE_EXTENDED": (original, "extended"),
         "original, ORT_ENABLE_ALL": (original, "all"),
@@ -106,7 +106,7 @@ def measure_horizontal(repeats: int, shapes: tuple[tuple[int, int], ...] = ((1, 
     """Merged / separate time of three sibling projections for each (tokens, hidden) shape (see the docstring)."""
     from infopt.models import qkv_projections
     from infopt.passes import HorizontalFusion
-    from infopt.passes.export import export_onnx
+    from infopt.passes.export import export_optimized
     from infopt.runtime.onnxruntime_session import ort_session
     from infopt.runtime.timing import interleaved, paired_ratio
 
@@ -116,7 +116,7 @@ def measure_horizontal(repeats: int, shapes: tuple[tuple[int, int], ...] = ((1, 
         g = qkv_projections(tokens, hidden, seed=1)
         merged = HorizontalFusion()(g)
         feeds = {"x": rng.standard_normal((tokens, hidden)).astype(np.float32)}
-        sess = {k: ort_session(export_onnx(m, "onnx"), threads=1) for k, m in (("separate", g), ("merged", merged))}
+        sess = {k: ort_session(export_optimized(m, "onnx"), threads=1) for k, m in (("separate", g), ("merged", merged))}
         samples = interleaved({k: (lambda s=s: s.run(None, feeds)) for k, s in sess.items()}, repeats=max(repeats, 30), warmup=3)
         out[f"{tokens}x{hidden}"] = paired_ratio(samples, "merged", "separate")
     return out

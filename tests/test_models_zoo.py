@@ -13,7 +13,7 @@ from infopt.ir.verify import graph_diff
 from infopt.models import MODELS, zoo_input, zoo_onnx
 from infopt.models.zoo import EXPORTERS
 from infopt.passes import default_pipeline
-from infopt.passes.export import export_onnx as export_optimized
+from infopt.passes.export import export_optimized
 
 pytestmark = pytest.mark.xdist_group("model_exports")
 

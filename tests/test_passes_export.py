@@ -6,7 +6,7 @@ import pytest
 from infopt.ir import Graph, TensorType
 from infopt.passes import ConvFusion, ElementwiseFusion
 from infopt.passes.equivalence import max_output_error, random_feeds
-from infopt.passes.export import expand_fused, export_onnx
+from infopt.passes.export import expand_fused, export_optimized
 from infopt.runtime.onnxruntime_session import ort_kernels, ort_run
 from infopt.passes.rewrite import max_relative_error
 
@@ -40,7 +40,7 @@ def test_expand_fused_gives_back_standard_ops():
 def test_export_runs_in_onnxruntime(target, kernels):
     rng = np.random.default_rng()
     fused, orig = _fused_graph(rng)
-    model = export_onnx(fused, target)
+    model = export_optimized(fused, target)
     feeds = random_feeds(orig, rng)
     from infopt.ir.interpreter import run_graph
 
@@ -52,8 +52,8 @@ def test_export_runs_in_onnxruntime(target, kernels):
 def test_bad_arguments():
     fused, _ = _fused_graph(np.random.default_rng())
     with pytest.raises(ValueError, match="target"):
-        export_onnx(fused, "tensorrt")
+        export_optimized(fused, "tensorrt")
     from infopt.runtime.onnxruntime_session import ort_session
 
     with pytest.raises(ValueError, match="level"):
-        ort_session(export_onnx(fused), "max")
+        ort_session(export_optimized(fused), "max")

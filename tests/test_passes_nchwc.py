@@ -6,7 +6,7 @@ import pytest
 from infopt.ir import Graph, TensorType
 from infopt.passes import ConvFusion, PassManager, ToNCHWc
 from infopt.passes.equivalence import max_output_error, random_feeds
-from infopt.passes.export import export_onnx
+from infopt.passes.export import export_optimized
 from infopt.passes.nchwc import block_nchw, ort_block_size, reorder_weights, unblock, unreorder_weights
 from infopt.runtime.onnxruntime_session import ort_kernels, ort_run
 from infopt.passes.rewrite import max_relative_error
@@ -72,9 +72,9 @@ def test_nchwc_graph_keeps_meaning_and_runs_as_ort_nchwc_kernels():
             assert res.graph.types[n.outputs[0]].layout == want, (n, res.graph.types[n.outputs[0]])
     feeds = random_feeds(g, rng)
     assert max_output_error(g, res.graph, feeds) <= 1e-5
-    model = export_onnx(res.graph, "ort")
+    model = export_optimized(res.graph, "ort")
     assert {o.domain for o in model.opset_import} >= {"com.microsoft.nchwc"}
-    ref = export_onnx(g, "onnx")
+    ref = export_optimized(g, "onnx")
     for got, want in zip(ort_run(model, feeds), ort_run(ref, feeds)):
         assert max_relative_error(got, want) <= 1e-5
     assert ort_kernels(model, feeds) == {"Conv": 3, "ReorderOutput": 2, "GlobalAveragePool": 1, "MaxPool": 1,

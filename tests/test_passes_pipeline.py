@@ -8,7 +8,7 @@ from infopt.passes import (AlgebraicSimplification, DeadCodeElimination, Element
                            default_pipeline, optimize,
                            plan_memory)
 from infopt.passes.equivalence import max_output_error, random_feeds
-from infopt.passes.export import export_onnx
+from infopt.passes.export import export_optimized
 from infopt.runtime.onnxruntime_session import ort_kernel_count, ort_run
 from infopt.passes.rewrite import max_relative_error
 
@@ -108,10 +108,10 @@ def test_resnet18_pipeline_keeps_meaning_and_fuses(resnet18):
     assert max_output_error(g, res.graph, feeds) <= TOL
     # the exported optimized graph agrees in onnxruntime with its own optimizations off, and runs fewer kernels
     for target in ("ort", "onnx"):
-        out = ort_run(export_onnx(res.graph, target), feeds)[0]
+        out = ort_run(export_optimized(res.graph, target), feeds)[0]
         ref = ort_run(model, feeds)[0]
         assert max_relative_error(out, ref) <= TOL
-    assert ort_kernel_count(export_onnx(res.graph, "ort"), feeds) == len(res.graph)
+    assert ort_kernel_count(export_optimized(res.graph, "ort"), feeds) == len(res.graph)
     assert ort_kernel_count(model, feeds) == len(g)
 
 
@@ -132,7 +132,7 @@ def test_transformer_block_keeps_meaning():
     assert len(res.graph) < len(g) and "FusedElementwise" in res.graph.op_counts()
     feeds = random_feeds(g, np.random.default_rng())
     assert max_output_error(g, res.graph, feeds) <= TOL
-    out = ort_run(export_onnx(res.graph, "onnx"), feeds)[0]
+    out = ort_run(export_optimized(res.graph, "onnx"), feeds)[0]
     assert max_relative_error(out, ort_run(model, feeds)[0]) <= TOL
 
 
@@ -142,4 +142,4 @@ def test_pipeline_with_the_nchwc_layout(resnet18):
     assert res.records[-1].pass_name == "to_nchwc" and len(res.snapshots) == len(res.records) + 1
     assert res.graph.op_counts()["NchwcConv"] == 20
     feeds = random_feeds(g, np.random.default_rng())
-    assert max_relative_error(ort_run(export_onnx(res.graph, "ort"), feeds)[0], ort_run(model, feeds)[0]) <= TOL
+    assert max_relative_error(ort_run(export_optimized(res.graph, "ort"), feeds)[0], ort_run(model, feeds)[0]) <= TOL

@@ -1055,10 +1055,10 @@ qkv = qkv_projections(tokens=256, hidden=256, seed=1)
 qkv_merged = P.HorizontalFusion()(qkv)
 print("projections:", qkv.op_counts(), "->", qkv_merged.op_counts())
 from infopt.runtime.onnxruntime_session import ort_session  # noqa: E402
-from infopt.passes.export import export_onnx  # noqa: E402
+from infopt.passes.export import export_optimized  # noqa: E402
 
 _feeds = {"x": np.random.default_rng(2).standard_normal((256, 256)).astype(np.float32)}
-_sess = {name: ort_session(export_onnx(g, "onnx")) for name, g in (("three MatMuls", qkv), ("one wide MatMul + Split", qkv_merged))}
+_sess = {name: ort_session(export_optimized(g, "onnx")) for name, g in (("three MatMuls", qkv), ("one wide MatMul + Split", qkv_merged))}
 _samples = interleaved({name: (lambda s=s: s.run(None, _feeds)) for name, s in _sess.items()}, repeats=40, warmup=3)
 for name, ts in _samples.items():
     print(f"{name:26s} median {np.median(ts) * 1e3:6.3f} ms")
@@ -1298,15 +1298,15 @@ print(f"relative output error of the fake-quantized graph: {max_output_error(fus
 # `python benchmarks/passes.py` for 224×224). On a shared machine expect a few percent of noise.
 
 # %%
-from infopt.passes.export import export_onnx  # noqa: E402
+from infopt.passes.export import export_optimized  # noqa: E402
 from infopt.runtime.onnxruntime_session import ort_kernel_count, ort_run, ort_session  # noqa: E402
 
 original = resnet18_onnx(do_constant_folding=False, size=64)
-ours = export_onnx(fused_resnet, "ort")
+ours = export_optimized(fused_resnet, "ort")
 feeds_ort = {"input": feeds[resnet_bn.inputs[0]]}
 err = P.rewrite.max_relative_error(ort_run(ours, feeds_ort)[0], ort_run(original, feeds_ort)[0])
 print(f"our optimized graph in onnxruntime (ORT_DISABLE_ALL) vs the original: max relative error {err:.1e}")
-ours_nchwc = export_onnx(blocked.graph, "ort")
+ours_nchwc = export_optimized(blocked.graph, "ort")
 variants = {"original, ORT_DISABLE_ALL": (original, "disable_all"), "ours, ORT_DISABLE_ALL": (ours, "disable_all"),
             "ours + NCHWc, ORT_DISABLE_ALL": (ours_nchwc, "disable_all"),
             "original, ORT_ENABLE_EXTENDED": (original, "extended"), "original, ORT_ENABLE_ALL": (original, "all")}

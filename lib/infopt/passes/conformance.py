@@ -198,7 +198,7 @@ def run_case(case: Any, op: str, expanded: bool = False) -> CaseResult:
     """Run one onnx node test case through import, interpreter, pipeline and export (see the module docstring)."""
     from ..ir.interpreter import run_graph
     from ..ir.onnx_io import from_onnx, to_onnx
-    from .export import export_onnx
+    from .export import export_optimized
     from .pipeline import default_pipeline
 
     t0 = time.perf_counter()
@@ -216,7 +216,7 @@ def run_case(case: Any, op: str, expanded: bool = False) -> CaseResult:
             opt = default_pipeline().run(g).graph
             _compare(run_graph(opt, feeds), expected, case.rtol, case.atol, stage)
             stage = "export of the optimized graph"
-            back = from_onnx(export_onnx(opt, target="onnx"))
+            back = from_onnx(export_optimized(opt, target="onnx"))
             _compare(run_graph(back, feeds), expected, case.rtol, case.atol, stage)
             stage = f"round trip at opset {g.opset}"
             diffs = graph_diff(from_onnx(to_onnx(g)), g)

@@ -60,7 +60,7 @@ def expand_fused(graph: Graph, keep_fused_conv: bool = False) -> Graph:
     return infer_shapes(g)
 
 
-def export_onnx(graph: Graph, target: str = "ort", check: bool = True) -> Any:
+def export_optimized(graph: Graph, target: str = "ort", check: bool = True) -> Any:
     """Export an optimized graph as an ONNX ModelProto.
 
     ``target="ort"`` keeps FusedConv nodes as onnxruntime's ``com.microsoft.FusedConv`` (one kernel each) and

@@ -137,14 +137,14 @@ class OnnxRuntimeRunner:
 
         import onnx
 
-        from ..passes.export import export_onnx
+        from ..passes.export import export_optimized
         from .onnxruntime_session import ort_session
 
         self.graph = graph
         path = os.path.join(tempfile.mkdtemp(prefix="infopt_ort_"), "optimized.onnx")
 
         def make():
-            return ort_session(export_onnx(graph, "ort"), level, threads, optimized_path=path)
+            return ort_session(export_optimized(graph, "ort"), level, threads, optimized_path=path)
 
         self.session, seconds = _timed(make)
         optimized = onnx.load(path, load_external_data=False)
