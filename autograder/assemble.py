@@ -203,9 +203,10 @@ def assemble(nb: dict, master: list[MasterCell], release: dict | None = None) ->
             cell = GradedCell(m.kind, stubs.get(grade_id, m.visible_source()), grade_id, m.points, "instructor")
             notes.append(f"cell {grade_id} was deleted; put back as the empty exercise (its tests will fail)")
         else:
-            kind = m.kind if m.kind == "test" else "markdown"
+            code = m.kind == "test" or (m.kind == "readonly" and m.cell_type == "code")
+            kind = m.kind if code else "markdown"  # a deleted locked code cell runs again, as the instructor's
             cell = GradedCell(kind, m.source, grade_id, m.points, "instructor", m.hidden_lines())
-            if kind == "test":
+            if code:
                 notes.append(f"cell {grade_id} was deleted; put back from the source")
         out.insert(at, cell)
         seen.add(grade_id)

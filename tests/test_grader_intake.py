@@ -145,6 +145,23 @@ def test_a_locked_text_cell_stays_text_and_is_never_run():
     assert graded[0].kind == "markdown", "a text cell turned into code must not run"
 
 
+def test_a_deleted_locked_code_cell_is_put_back_as_code():
+    """A locked setup cell the student deleted runs again (its imports are what the tests after it need)."""
+    locked = {"nbgrader": {"locked": True, "grade": False, "solution": False, "grade_id": "setup",
+                           "schema_version": 3}}
+    cells = [{"cell_type": "code", "metadata": locked, "source": "import math"},
+             {"cell_type": "code", "metadata": {"nbgrader": {"grade": True, "solution": False, "locked": True,
+                                                            "grade_id": "t_test", "points": 1, "schema_version": 3}},
+              "source": "assert math.pi > 3"}]
+    master = master_from_cells(cells)
+    release = release_notebook(master)
+    submitted = copy.deepcopy(release)
+    del submitted["cells"][0]
+    graded, notes = assemble(submitted, master, release)
+    assert [(c.kind, c.author, c.source) for c in graded][0] == ("readonly", "instructor", "import math")
+    assert any("setup was deleted; put back from the source" in n for n in notes), notes
+
+
 def _zip_bytes(files: dict, links: dict | None = None) -> bytes:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
