@@ -1170,8 +1170,8 @@ plot_graph(rg, title="ResNet-18 (redundant Identity nodes ringed)", highlight={n
 # original graph is untouched. The hidden graphs build in each case above: Identity of computed values and
 # of constants, Dropouts with one and two outputs, cancelling Transpose pairs (lists and tuples, with an
 # Identity or Dropout between them, with a first Transpose that has other readers or is a graph output),
-# pairs that do not cancel, removed nodes with several readers, redundant nodes that define graph outputs,
-# nodes and constants nothing reads; then random mixes of all of them.
+# pairs that do not cancel, pairs with an ordinary op between them, removed nodes with several readers,
+# redundant nodes that define graph outputs, nodes and constants nothing reads; then random mixes of all of them.
 
 # %% solution=true grade_id="redundant"
 def remove_redundant(graph: Graph) -> Graph:
@@ -1366,6 +1366,13 @@ class _Built:
         elif kind in ("cancel", "tuple", "via_identity", "via_dropout", "shared_first", "first_is_output",
                       "output_pair"):
             self.pair(kind)
+        elif kind == "op_between":    # Transpose -> Relu -> Transpose: an ordinary op between a pair blocks it
+            p1, p2 = _CANCEL[int(_rng.integers(3))]
+            t = self.node("Transpose", [self.pick(plain=True)], {"perm": p1}).outputs[0]
+            r = self.node("Relu", [t]).outputs[0]
+            back = self.node("Transpose", [r], {"perm": p2}).outputs[0]
+            self.vals.append(back)
+            self.tlike.add(back)
         elif kind == "equal_perms":   # (0,2,3,1) twice is not the identity: both stay
             t = self.node("Transpose", [self.pick(plain=True)], {"perm": [0, 2, 3, 1]}).outputs[0]
             t = self.node("Transpose", [t], {"perm": [0, 2, 3, 1]}).outputs[0]
@@ -1424,6 +1431,7 @@ _redundant_case("single-output Dropouts go, also with their optional ratio / tra
 _redundant_case("a Dropout with two outputs (data and mask) stays", _with("dropout_mask", "dropout_mask"))
 _redundant_case("cancelling Transpose pairs: both go", _with("cancel", "cancel"))
 _redundant_case("a Transpose pair whose perms do not cancel: both stay", _with("no_cancel", "equal_perms"))
+_redundant_case("a Transpose pair with an ordinary op (Relu) between them: all stay", _with("op_between"))
 _redundant_case("a cancelling Transpose pair with perms given as tuples", _with("tuple", "tuple"))
 _redundant_case("a cancelling Transpose pair whose first Transpose has another reader or is a graph output "
                 "(only the second goes)", _with("shared_first", "first_is_output"))
@@ -1435,9 +1443,9 @@ _redundant_case("redundant nodes that define graph outputs stay", _with("output_
 _redundant_case("an initializer nothing reads (everything else stays)", _with("unused_const"))
 _redundant_case("a node whose output nothing reads (everything else stays)", _with("dead", "dead"))
 _redundant_case("Transposes next to a Where and a two-output Dropout (all stay)", _with("masked"))
-_ALL = ["identity", "identity_const", "dropout", "dropout_ratio", "dropout_mask", "masked", "cancel", "tuple",
-        "via_identity", "via_dropout", "shared_first", "first_is_output", "output_pair", "equal_perms", "no_cancel",
-        "many_readers", "dead", "unused_const", "output_identity", "output_dropout", "output_input"]
+_ALL = ["identity", "identity_const", "dropout", "dropout_ratio", "dropout_mask", "masked", "op_between", "cancel",
+        "tuple", "via_identity", "via_dropout", "shared_first", "first_is_output", "output_pair", "equal_perms",
+        "no_cancel", "many_readers", "dead", "unused_const", "output_identity", "output_dropout", "output_input"]
 for _trial in range(3):   # every kind at least once, mixed with plain nodes, in random order
     _redundant_case(f"random graph #{_trial}", _with(*_ALL, *[str(k) for k in _rng.choice(_ALL, 6)]))
 
