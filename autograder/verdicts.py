@@ -82,11 +82,19 @@ def wrap_test(source: str, filename: str, nonce: str):
 
 
 @functools.lru_cache(maxsize=4096)
+def _parsed(source: str) -> ast.Module | None:
+    """The cell's syntax tree (IPython syntax allowed), parsed once per source; None when it does not parse."""
+    try:
+        return ast.parse(_transform(source))
+    except SyntaxError:
+        return None
+
+
+@functools.lru_cache(maxsize=4096)
 def imported_names(source: str) -> tuple[tuple[str, str, str], ...]:
     """(bound name, module, attribute or '') for each top-level import in `source` (IPython syntax allowed)."""
-    try:
-        tree = ast.parse(_transform(source))
-    except SyntaxError:
+    tree = _parsed(source)
+    if tree is None:
         return ()
     found = []
     for node in tree.body:
@@ -107,9 +115,8 @@ def imported_names(source: str) -> tuple[tuple[str, str, str], ...]:
 @functools.lru_cache(maxsize=4096)
 def names_read(source: str) -> frozenset[str]:
     """Every bare name `source` reads, at any depth (IPython syntax allowed; nothing for a cell that does not parse)."""
-    try:
-        tree = ast.parse(_transform(source))
-    except SyntaxError:
+    tree = _parsed(source)
+    if tree is None:
         return frozenset()
     return frozenset(n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load))
 

@@ -15,7 +15,7 @@ from autograder.sandbox import Limits
 from tests.grader_fixtures.adversarial import (CONTROL, DETACHED_MARKER, TAMPER_ON_WRONG_CODE, cases_for,
                                                expected_score, materialize)
 from tests.grader_fixtures.leaks import grader_lines, leaked_lines
-from tests.notebooks.harness import FULL_GRADING
+from tests.notebooks.harness import full_grading_asked
 
 pytestmark = [pytest.mark.xdist_group("grader"), pytest.mark.notebook]
 REPO = Path(__file__).resolve().parent.parent
@@ -32,7 +32,7 @@ def _cases() -> list:
     """The adversarial cases that run the notebook, and the first stored wrong answer of each exercise (every one
     when INFOPT_FULL_GRADING names the unit or says all): each case runs the whole notebook in a sandbox (68 cases took
     13.5 minutes of a 2-core machine), and tests/test_notebooks.py already rejects every wrong answer."""
-    if UNIT in FULL_GRADING or "all" in FULL_GRADING:
+    if full_grading_asked(UNIT):
         return cases_for(REPO / "solutions" / UNIT / "wrong")
     seen: set = set()
     kept = []

@@ -38,9 +38,15 @@ SEEDS = int(os.environ.get("INFOPT_GRADING_SEEDS", 3))
 # Units (comma-separated, or "all") whose every stored wrong answer also goes through full nbgrader, whatever their
 # manifest says: the slow, complete proof that the fast path scores as nbgrader does (minutes per unit).
 FULL_GRADING = {u.strip() for u in os.environ.get("INFOPT_FULL_GRADING", "").split(",") if u.strip()}
+
 STALL_S = 5.0               # an execute_reply this late after idle is the jupyter/nbclient#312 stall
 MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS")
 TRIVIAL = re.compile(r"^(#.*|pass|else:|try:|finally:|return|continue|break|[\])}]+,?|\"\"\"|'''|)$")
+
+
+def full_grading_asked(unit: str) -> bool:
+    """True when INFOPT_FULL_GRADING names `unit` or says `all`."""
+    return unit in FULL_GRADING or "all" in FULL_GRADING
 
 
 @dataclass(frozen=True)
@@ -67,7 +73,7 @@ class Unit:
         """The stored wrong answers that also go through full nbgrader (the manifest's choice, else the first)."""
         wrong = self.wrong_answers()
         m = self.manifest
-        if m.full_grading or self.name in FULL_GRADING or "all" in FULL_GRADING:
+        if m.full_grading or full_grading_asked(self.name):
             return list(wrong)
         chosen = [f"wrong_{w}" for w in m.nbgrader_wrong] or list(wrong)[:1]
         unknown = [c for c in chosen if c not in wrong]
