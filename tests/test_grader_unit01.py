@@ -30,8 +30,8 @@ INTAKE_CASES = ("b_", "c_", "d_", "q_", "v", "w")
 
 def _cases() -> list:
     """The adversarial cases that run the notebook, and the first stored wrong answer of each exercise (every one
-    when INFOPT_FULL_GRADING names the unit or says all): each case runs the whole notebook in a sandbox (68 cases took
-    13.5 minutes of a 2-core machine), and tests/test_notebooks.py already rejects every wrong answer."""
+    when INFOPT_FULL_GRADING names the unit or says all): each case runs the whole notebook in a sandbox (113 cases
+    took 13.5 minutes of a 2-core machine), and tests/test_notebooks.py already rejects every wrong answer."""
     if full_grading_asked(UNIT):
         return cases_for(REPO / "solutions" / UNIT / "wrong")
     seen: set = set()
