@@ -1,0 +1,436 @@
+"""Serving engines on the real tiny model: continuous (in-flight) batching and static batching, one paged KV cache.
+
+``ContinuousEngine`` runs a trace step by step: each step asks ``schedule_step`` what to preempt and admit, runs ONE
+batched forward that decodes a token for every running sequence through ``PagedKVCache``, prefills the admitted
+ones (whole, or in chunks under a per-step token budget: chunked prefill), and retires the finished. A preempted
+sequence either loses its cache and is recomputed later (prompt plus what it generated, as one prefill) or has its
+blocks swapped to a CPU store and back. ``StaticEngine`` waits for a full batch, reserves each request's whole
+length, and runs the batch to completion before it takes the next one.
+
+The clock is virtual: it advances by each step's measured wall time (or, given a ``CostModel``, by its modelled
+time), and requests arrive at the trace's times (an idle engine jumps to the next arrival; nothing sleeps). With
+``model=None`` and a cost model the same engines simulate: the cache's blocks are reserved exactly as the real run
+would, with no arithmetic (the batching explorer and the disaggregation study run this way in milliseconds). Decoding is greedy and ignores EOS (every request generates
+its ``max_new_tokens``, as vLLM's benchmarks do with ``ignore_eos``), so the tokens equal each request's own greedy
+generation whatever the batching.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+
+from .scheduler import SeqView, schedule_step
+from .traces import Request
+
+
+@dataclass
+class RequestStats:
+    """One request's timeline on the virtual clock (seconds) and its generated tokens."""
+
+    req_id: int
+    arrival_s: float
+    prompt_len: int
+    tokens: list[int]
+    first_token_s: float = float("nan")
+    finish_s: float = float("nan")
+    preemptions: int = 0
+
+    @property
+    def ttft(self) -> float:
+        """Time to first token: first token's time minus arrival."""
+        return self.first_token_s - self.arrival_s
+
+    @property
+    def tpot(self) -> float:
+        """Time per output token after the first: (finish - first token) / (tokens - 1); nan for one token."""
+        n = len(self.tokens)
+        return (self.finish_s - self.first_token_s) / (n - 1) if n > 1 else float("nan")
+
+    @property
+    def latency(self) -> float:
+        """End-to-end latency: finish minus arrival."""
+        return self.finish_s - self.arrival_s
+
+
+@dataclass
+class StepLog:
+    """What one engine step did, for the block-table view: who ran, who came and went, and every block table after
+    the step (``tables``: seq id -> physical blocks; ``swapped``: ids whose blocks sit in the CPU store)."""
+
+    step: int
+    clock_s: float
+    seconds: float
+    decoded: list[int]
+    prefilled: dict[int, int]
+    admitted: list[int]
+    preempted: list[int]
+    finished: list[int]
+    tables: dict[int, list[int]]
+    swapped: list[int]
+    waiting: list[int]
+    free_blocks: int
+
+
+@dataclass
+class RunStats:
+    """The result of running a trace: per-request stats, per-step log, and the summary figures."""
+
+    requests: list[RequestStats]
+    steps: list[StepLog]
+    num_blocks: int
+    block_size: int
+    peak_blocks: int
+    preemptions: int
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def generated_tokens(self) -> int:
+        return sum(len(r.tokens) for r in self.requests)
+
+    @property
+    def makespan_s(self) -> float:
+        """From the first arrival to the last finish, on the virtual clock."""
+        if not self.requests:
+            return 0.0
+        return max(r.finish_s for r in self.requests) - min(r.arrival_s for r in self.requests)
+
+    @property
+    def throughput(self) -> float:
+        """Generated tokens per second of makespan."""
+        return self.generated_tokens / self.makespan_s if self.makespan_s > 0 else float("nan")
+
+    def percentile(self, metric: str, q: float) -> float:
+        """The q-th percentile (0..100) of ``metric`` ("ttft", "tpot" or "latency") over the requests."""
+        if metric not in ("ttft", "tpot", "latency"):
+            raise ValueError(f"metric must be 'ttft', 'tpot' or 'latency', got {metric!r}")
+        vals = [getattr(r, metric) for r in self.requests]
+        vals = [v for v in vals if not np.isnan(v)]
+        return float(np.percentile(vals, q)) if vals else float("nan")
+
+    def summary(self) -> dict[str, float]:
+        """Throughput and the p50 / p99 of TTFT and TPOT, as a flat dict (seconds and tokens/s)."""
+        out = {"throughput_tok_s": self.throughput, "generated_tokens": float(self.generated_tokens),
+               "makespan_s": self.makespan_s, "peak_blocks": float(self.peak_blocks),
+               "preemptions": float(self.preemptions)}
+        for m in ("ttft", "tpot", "latency"):
+            for q in (50, 99):
+                out[f"{m}_p{q}"] = self.percentile(m, q)
+        return out
+
+    def outputs(self) -> dict[int, list[int]]:
+        """Each request's generated tokens, by request id."""
+        return {r.req_id: list(r.tokens) for r in self.requests}
+
+
+@dataclass(frozen=True)
+class CostModel:
+    """Seconds one engine step takes, as a linear model of its work: a fixed cost when it decodes, a cost per
+    decoded sequence, a cost per prefill forward and per prefilled token (``fit_cost_model`` fits it to a measured
+    run). ``kv_bytes_per_token`` and ``link_bytes_per_s`` price moving a KV cache between machines."""
+
+    decode_step_s: float
+    decode_seq_s: float
+    prefill_call_s: float
+    prefill_token_s: float
+    kv_bytes_per_token: float = 0.0
+    link_bytes_per_s: float = float("inf")
+
+    def step_s(self, log: dict) -> float:
+        """The modelled seconds of a step that decoded ``log["decoded"]`` and prefilled ``log["prefilled"]``."""
+        n_dec, pre = len(log["decoded"]), log["prefilled"]
+        return (self.decode_step_s * (n_dec > 0) + self.decode_seq_s * n_dec + self.prefill_call_s * len(pre)
+                + self.prefill_token_s * sum(pre.values()))
+
+    def transfer_s(self, num_tokens: int) -> float:
+        """Seconds to move ``num_tokens`` tokens of KV cache over the link."""
+        return num_tokens * self.kv_bytes_per_token / self.link_bytes_per_s
+
+
+def fit_cost_model(stats: RunStats, kv_bytes_per_token: float = 0.0,
+                   link_bytes_per_s: float = float("inf")) -> CostModel:
+    """Least-squares fit of a ``CostModel`` to the measured steps of a real run (coefficients clipped at 0)."""
+    rows, secs = [], []
+    for st in stats.steps:
+        n = len(st.decoded)
+        rows.append([n > 0, n, len(st.prefilled), sum(st.prefilled.values())])
+        secs.append(st.seconds)
+    if len(rows) < 4:
+        raise ValueError(f"fitting a cost model needs a run of at least 4 steps, this one has {len(rows)}")
+    coef = np.clip(np.linalg.lstsq(np.asarray(rows, float), np.asarray(secs), rcond=None)[0], 0.0, None)
+    return CostModel(*(float(c) for c in coef), kv_bytes_per_token=kv_bytes_per_token,
+                     link_bytes_per_s=link_bytes_per_s)
+
+
+@dataclass
+class _Seq:
+    req: Request
+    tokens: list[int]          # prompt + generated
+    cached: int = 0            # tokens stored in the cache
+    state: str = "waiting"     # waiting | prefill | running | swapped | done
+    stats: RequestStats | None = None
+
+    @property
+    def generated(self) -> int:
+        return len(self.tokens) - len(self.req.prompt_ids)
+
+    @property
+    def done(self) -> bool:
+        return self.generated >= self.req.max_new_tokens
+
+    def view(self) -> SeqView:
+        # running: tokens in the cache; in prefill: the whole prompt (its blocks are reserved); waiting or swapped:
+        # everything it has, which is what a recompute prefills (and what a swap-in plus this step's decode hold)
+        n = self.cached if self.state == "running" else len(self.tokens)
+        return SeqView(self.req.req_id, self.req.arrival_s, n)
+
+
+def _check_trace(trace: Sequence[Request], max_seq_len: int) -> None:
+    ids = [r.req_id for r in trace]
+    if len(set(ids)) != len(ids):
+        raise ValueError("the trace has repeated req_id values; each request needs its own id")
+    for r in trace:
+        if not r.prompt_ids or r.max_new_tokens < 1:
+            raise ValueError(f"request {r.req_id} needs a non-empty prompt and max_new_tokens >= 1")
+        if len(r.prompt_ids) + r.max_new_tokens > max_seq_len:
+            raise ValueError(f"request {r.req_id}: prompt {len(r.prompt_ids)} + {r.max_new_tokens} new tokens exceed "
+                             f"the model's max_seq_len {max_seq_len}")
+
+
+class _EngineBase:
+    """What both engines share: the sequences' states, the paged cache, batched decode, prefill, the clock."""
+
+    def __init__(self, model: Any, num_blocks: int, block_size: int = 16, cost: CostModel | None = None) -> None:
+        from .model import TARGET_CONFIG
+        from .paged import PagedKVCache
+
+        if not isinstance(num_blocks, int) or num_blocks < 1:
+            raise ValueError(f"num_blocks must be a positive int, got {num_blocks!r}")
+        if model is None and cost is None:
+            raise ValueError("without a model the engine only simulates: pass cost=CostModel(...) for its clock")
+        self.model = model
+        self.cost = cost
+        self.num_blocks = num_blocks
+        self.block_size = block_size
+        self.config = TARGET_CONFIG if model is None else model.config
+        self.cache = PagedKVCache(self.config, num_blocks, block_size)
+
+    # ----- the cache, as the scheduler counts it
+    def free_blocks(self) -> int:
+        return self.num_blocks - self.cache.blocks_used
+
+    # ----- model work
+    def _decode(self, seqs: list[_Seq]) -> None:
+        """ONE forward for all: each sequence's last token at its position; appends the greedy next token."""
+        import torch
+
+        if not seqs:
+            return
+        if self.model is None:   # simulation: the blocks, not the math
+            self.cache.reserve([(s.req.req_id, s.cached, s.cached + 1) for s in seqs])
+            nxt = [0] * len(seqs)
+        else:
+            toks = torch.tensor([[s.tokens[s.cached]] for s in seqs])
+            pos = torch.tensor([[s.cached] for s in seqs])
+            logits = self.model(toks, pos, cache=self.cache, seq_ids=[s.req.req_id for s in seqs])
+            nxt = logits[:, -1].argmax(-1).tolist()
+        for s, t in zip(seqs, nxt):
+            s.cached += 1
+            s.tokens.append(int(t))
+
+    def _prefill(self, s: _Seq, n: int) -> None:
+        """Store the next ``n`` not-yet-cached tokens of ``s``; if that reaches its last token, append the next one."""
+        import torch
+
+        if s.cached == 0:
+            self.cache.add_sequence(s.req.req_id)
+        chunk = s.tokens[s.cached:s.cached + n]
+        if self.model is None:
+            self.cache.reserve([(s.req.req_id, s.cached, s.cached + len(chunk))])
+            nxt = 0
+        else:
+            toks = torch.tensor([chunk])
+            pos = torch.arange(s.cached, s.cached + len(chunk))[None]
+            nxt = int(self.model(toks, pos, cache=self.cache, seq_ids=[s.req.req_id])[0, -1].argmax())
+        s.cached += len(chunk)
+        if s.cached == len(s.tokens):
+            s.tokens.append(nxt)
+            s.state = "running"
+
+
+    # ----- the run loop
+    def _plan_and_run(self, arrived: list[_Seq], log: dict) -> None:
+        raise NotImplementedError
+
+    def run(self, trace: Sequence[Request]) -> RunStats:
+        """Serve every request of ``trace`` and return the per-request, per-step and summary figures."""
+        import torch
+
+        _check_trace(trace, self.config.max_seq_len)
+        pending = sorted(trace, key=lambda r: (r.arrival_s, r.req_id))
+        self.seqs: list[_Seq] = []
+        self.clock = 0.0
+        steps: list[StepLog] = []
+        peak = 0
+        self.preemptions = 0
+        i = 0
+        with torch.inference_mode():
+            while i < len(pending) or any(s.state != "done" for s in self.seqs):
+                while i < len(pending) and pending[i].arrival_s <= self.clock:
+                    r = pending[i]
+                    self.seqs.append(_Seq(r, list(r.prompt_ids),
+                                          stats=RequestStats(r.req_id, r.arrival_s, len(r.prompt_ids), [])))
+                    i += 1
+                live = [s for s in self.seqs if s.state != "done"]
+                self.all_arrived = i == len(pending)
+                if not live or not self._has_work(live):
+                    self.clock = max(self.clock, pending[i].arrival_s)   # idle: jump to the next arrival
+                    continue
+                t0 = time.perf_counter()
+                log: dict = {"decoded": [], "prefilled": {}, "admitted": [], "preempted": [], "finished": []}
+                self._plan_and_run(live, log)
+                dt = time.perf_counter() - t0 if self.cost is None else self.cost.step_s(log)
+                self.clock += dt
+                for s in live:
+                    if s.state in ("running", "prefill") and s.generated >= 1 and np.isnan(s.stats.first_token_s):
+                        s.stats.first_token_s = self.clock
+                    if s.state == "running" and s.done:
+                        self.cache.free(s.req.req_id)
+                        s.state = "done"
+                        s.stats.finish_s = self.clock
+                        s.stats.tokens = s.tokens[len(s.req.prompt_ids):]
+                        log["finished"].append(s.req.req_id)
+                used = self.num_blocks - self.free_blocks()
+                peak = max(peak, used)
+                steps.append(StepLog(step=len(steps), clock_s=self.clock, seconds=dt, tables=self.cache.block_tables(),
+                                     swapped=[s.req.req_id for s in live if s.state == "swapped"],
+                                     waiting=[s.req.req_id for s in live if s.state in ("waiting", "swapped")],
+                                     free_blocks=self.free_blocks(), **log))
+        reqs = sorted((s.stats for s in self.seqs), key=lambda r: r.req_id)
+        return RunStats(requests=reqs, steps=steps, num_blocks=self.num_blocks, block_size=self.block_size,
+                        peak_blocks=peak, preemptions=self.preemptions)
+
+    def _has_work(self, live: list[_Seq]) -> bool:
+        return True
+
+
+class ContinuousEngine(_EngineBase):
+    """Continuous batching: every step, ``schedule_step`` preempts and admits, then one batched decode runs.
+
+    ``token_budget`` (chunked prefill): at most this many tokens per step, decodes first (one each), the rest to
+    prefill chunks in arrival order; None prefills each admitted prompt whole in its admission step.
+    ``preemption``: "recompute" drops a preempted sequence's cache (it is prefilled again, prompt plus output, when
+    readmitted); "swap" copies its blocks to the CPU store and back (it decodes in the step it is swapped in)."""
+
+    def __init__(self, model: Any, num_blocks: int, block_size: int = 16, max_batch: int = 16,
+                 token_budget: int | None = None, preemption: str = "recompute", cost: CostModel | None = None) -> None:
+        super().__init__(model, num_blocks, block_size, cost)
+        if preemption not in ("recompute", "swap"):
+            raise ValueError(f"preemption must be 'recompute' or 'swap', got {preemption!r}")
+        if token_budget is not None and (not isinstance(token_budget, int) or token_budget < 1):
+            raise ValueError(f"token_budget must be None or a positive int, got {token_budget!r}")
+        self.max_batch = max_batch
+        self.token_budget = token_budget
+        self.preemption = preemption
+
+    def _reserved(self, live: list[_Seq]) -> int:
+        """Blocks promised to prompts still being prefilled in chunks but not yet allocated."""
+        from .scheduler import blocks_for
+
+        bs = self.block_size
+        return sum(blocks_for(len(s.tokens), bs) - blocks_for(s.cached, bs) for s in live if s.state == "prefill")
+
+    def _plan_and_run(self, live: list[_Seq], log: dict) -> None:
+        by_id = {s.req.req_id: s for s in live}
+        running = [s for s in live if s.state in ("running", "prefill")]
+        waiting = [s for s in live if s.state in ("waiting", "swapped")]
+        plan = schedule_step([s.view() for s in waiting], [s.view() for s in running],
+                             max(0, self.free_blocks() - self._reserved(live)), self.block_size, self.max_batch)
+        for sid in plan.preempt:
+            s = by_id[sid]
+            if self.preemption == "swap" and s.state == "running":
+                self.cache.swap_out(sid)
+                s.state = "swapped"
+            else:
+                if s.cached:
+                    self.cache.free(sid)
+                s.cached = 0
+                s.state = "waiting"
+            s.stats.preemptions += 1
+            self.preemptions += 1
+        log["preempted"] = list(plan.preempt)
+        log["admitted"] = list(plan.admit)
+        decode = [by_id[sid] for sid in plan.run if by_id[sid].state == "running"]
+        prefill = [by_id[sid] for sid in plan.run if by_id[sid].state == "prefill"]
+        for sid in plan.admit:
+            s = by_id[sid]
+            if s.state == "swapped":
+                self.cache.swap_in(sid)
+                s.state = "running"
+                decode.append(s)
+            else:
+                s.state = "prefill"
+                prefill.append(s)
+        if not decode and not prefill:
+            head = min(waiting, key=lambda s: (s.req.arrival_s, s.req.req_id))
+            raise ValueError(f"request {head.req.req_id} needs {head.view().num_tokens} tokens of KV cache, more "
+                             f"than all {self.num_blocks} blocks of {self.block_size} hold: build the engine with "
+                             "more blocks")
+        self._decode(decode)
+        log["decoded"] = [s.req.req_id for s in decode]
+        budget = None if self.token_budget is None else max(0, self.token_budget - len(decode))
+        for s in prefill:
+            n = len(s.tokens) - s.cached
+            if budget is not None:
+                n = min(n, budget)
+                budget -= n
+            if n > 0:
+                self._prefill(s, n)
+                log["prefilled"][s.req.req_id] = n
+
+
+class StaticEngine(_EngineBase):
+    """Static batching: wait until ``batch_size`` requests are waiting (or no more will come), admit them (each
+    reserving blocks for its whole prompt plus output), prefill them, decode them together until the last one is
+    done; only then take the next batch."""
+
+    def __init__(self, model: Any, num_blocks: int, block_size: int = 16, batch_size: int = 8,
+                 cost: CostModel | None = None) -> None:
+        super().__init__(model, num_blocks, block_size, cost)
+        if not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+        self.batch_size = batch_size
+        self._reserve = 0
+
+    def _has_work(self, live: list[_Seq]) -> bool:
+        if any(s.state == "running" for s in live):
+            return True
+        return len(live) >= self.batch_size or self.all_arrived
+
+    def _plan_and_run(self, live: list[_Seq], log: dict) -> None:
+        from .scheduler import blocks_for
+
+        running = [s for s in live if s.state == "running"]
+        if not running:
+            free = self.free_blocks()
+            batch = []
+            for s in sorted(live, key=lambda s: (s.req.arrival_s, s.req.req_id))[:self.batch_size]:
+                need = blocks_for(len(s.req.prompt_ids) + s.req.max_new_tokens, self.block_size)
+                if need > free:
+                    break
+                free -= need
+                batch.append(s)
+            if not batch:
+                s = live[0]
+                raise ValueError(f"request {s.req.req_id} needs more KV blocks than the cache has ({self.num_blocks} "
+                                 f"of {self.block_size} tokens): build the engine with more blocks")
+            for s in batch:
+                s.state = "prefill"
+                self._prefill(s, len(s.tokens))
+            log["admitted"] = [s.req.req_id for s in batch]
+            log["prefilled"] = {s.req.req_id: len(s.req.prompt_ids) for s in batch}
+            return
+        self._decode(running)
+        log["decoded"] = [s.req.req_id for s in running]
