@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 import copy
-import math
 
 import numpy as np
 import pytest
 
-from infopt.llm.scheduler import SeqView, StepPlan, blocks_for, schedule_step
+from infopt.llm.paged_blocks import num_blocks_for
+from infopt.llm.scheduler import SeqView, StepPlan, schedule_step
 
 BS = 4
 
@@ -133,26 +133,21 @@ def test_random_plans_keep_every_invariant(seed):
     def decode_need(ids_):
         return sum(by_id[i].num_tokens % bs == 0 for i in ids_)
 
-    pool = free + sum(blocks_for(by_id[i].num_tokens, bs) for i in plan.preempt)
+    pool = free + sum(num_blocks_for(by_id[i].num_tokens, bs) for i in plan.preempt)
     assert decode_need(plan.run) <= pool
     if plan.preempt:  # one preemption fewer would not have fitted
         fewer = plan.preempt[:-1]
         kept = [s.seq_id for s in running if s.seq_id not in fewer]
-        assert decode_need(kept) > free + sum(blocks_for(by_id[i].num_tokens, bs) for i in fewer)
+        assert decode_need(kept) > free + sum(num_blocks_for(by_id[i].num_tokens, bs) for i in fewer)
     left = pool - decode_need(plan.run)
     queue = sorted(waiting, key=lambda s: (s.arrival_s, s.seq_id))
     assert plan.admit == [s.seq_id for s in queue[:len(plan.admit)]]
-    used = sum(blocks_for(by_id[i].num_tokens, bs) for i in plan.admit)
+    used = sum(num_blocks_for(by_id[i].num_tokens, bs) for i in plan.admit)
     assert used <= left and len(plan.run) + len(plan.admit) <= max(max_batch, len(plan.run))
     if len(plan.admit) < len(queue):
         nxt = queue[len(plan.admit)]
-        assert len(plan.run) + len(plan.admit) >= max_batch or used + blocks_for(nxt.num_tokens, bs) > left
+        assert len(plan.run) + len(plan.admit) >= max_batch or used + num_blocks_for(nxt.num_tokens, bs) > left
     assert not set(plan.admit) & set(plan.preempt)
-
-
-def test_blocks_for():
-    assert [blocks_for(n, 4) for n in (1, 4, 5, 8, 9)] == [1, 1, 2, 2, 3]
-    assert blocks_for(17, 16) == math.ceil(17 / 16)
 
 
 def test_poisson_trace_is_seeded_and_has_the_asked_shape():

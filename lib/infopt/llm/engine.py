@@ -22,6 +22,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from .paged_blocks import num_blocks_for
 from .scheduler import SeqView, schedule_step
 from .traces import Request
 
@@ -337,10 +338,9 @@ class ContinuousEngine(_EngineBase):
 
     def _reserved(self, live: list[_Seq]) -> int:
         """Blocks promised to prompts still being prefilled in chunks but not yet allocated."""
-        from .scheduler import blocks_for
-
         bs = self.block_size
-        return sum(blocks_for(len(s.tokens), bs) - blocks_for(s.cached, bs) for s in live if s.state == "prefill")
+        return sum(num_blocks_for(len(s.tokens), bs) - num_blocks_for(s.cached, bs)
+                   for s in live if s.state == "prefill")
 
     def _plan_and_run(self, live: list[_Seq], log: dict) -> None:
         by_id = {s.req.req_id: s for s in live}
@@ -410,14 +410,12 @@ class StaticEngine(_EngineBase):
         return len(live) >= self.batch_size or self.all_arrived
 
     def _plan_and_run(self, live: list[_Seq], log: dict) -> None:
-        from .scheduler import blocks_for
-
         running = [s for s in live if s.state == "running"]
         if not running:
             free = self.free_blocks()
             batch = []
             for s in sorted(live, key=lambda s: (s.req.arrival_s, s.req.req_id))[:self.batch_size]:
-                need = blocks_for(len(s.req.prompt_ids) + s.req.max_new_tokens, self.block_size)
+                need = num_blocks_for(len(s.req.prompt_ids) + s.req.max_new_tokens, self.block_size)
                 if need > free:
                     break
                 free -= need

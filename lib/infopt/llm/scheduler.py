@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Sequence
 
+from .paged_blocks import num_blocks_for
+
 
 @dataclass(frozen=True)
 class SeqView:
@@ -32,11 +34,6 @@ class StepPlan:
     preempt: list[int] = field(default_factory=list)
     run: list[int] = field(default_factory=list)
     admit: list[int] = field(default_factory=list)
-
-
-def blocks_for(num_tokens: int, block_size: int) -> int:
-    """Blocks a sequence of ``num_tokens`` tokens holds: ceil(num_tokens / block_size)."""
-    return -(-num_tokens // block_size)
 
 
 def _check(waiting: Sequence[SeqView], running: Sequence[SeqView], free_blocks: int, block_size: int,
@@ -84,14 +81,14 @@ def schedule_step(waiting: list[SeqView], running: list[SeqView], free_blocks: i
         victim = max(active, key=lambda s: (s.arrival_s, s.seq_id))
         active.remove(victim)
         preempt.append(victim.seq_id)
-        free += blocks_for(victim.num_tokens, block_size)
+        free += num_blocks_for(victim.num_tokens, block_size)
         if victim.num_tokens % block_size == 0:
             needed -= 1
     left = free - needed
     batch = len(active)
     admit: list[int] = []
     for s in sorted(waiting, key=lambda s: (s.arrival_s, s.seq_id)):  # a just-preempted one is not in `waiting`
-        need = blocks_for(s.num_tokens, block_size)
+        need = num_blocks_for(s.num_tokens, block_size)
         if batch >= max_batch or need > left:
             break
         admit.append(s.seq_id)
