@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = ["ModelSpec", "MODELS", "DTYPE_BYTES", "GPUS", "CONTEXTS", "kv_cache_bytes", "weight_bytes",
-           "max_context", "fits_table", "max_context_table", "kv_memory_figure", "spec_from_tiny",
+           "dtype_bytes", "max_context", "fits_table", "max_context_table", "kv_memory_figure", "spec_from_tiny",
            "gqa_param_count", "describe", "TINY"]
 
 DTYPE_BYTES: dict[str, float] = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "int4": 0.5}
@@ -151,7 +151,8 @@ MODELS: dict[str, ModelSpec] = {s.name: s for s in [
 ]}
 
 
-def _dtype_bytes(dtype: str, what: str = "dtype") -> float:
+def dtype_bytes(dtype: str, what: str = "dtype") -> float:
+    """Bytes per element of a dtype name in DTYPE_BYTES ("fp16" -> 2); a clear error for any other name."""
     if not isinstance(dtype, str) or dtype not in DTYPE_BYTES:
         raise ValueError(f"{what} must be one of {sorted(DTYPE_BYTES)}, got {dtype!r}")
     return DTYPE_BYTES[dtype]
@@ -172,7 +173,7 @@ def kv_cache_bytes(spec: ModelSpec, context_len: int, dtype: str, batch: int = 1
         raise ValueError(f"context_len must be an int >= 0 (tokens per sequence), got {context_len!r}")
     if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
         raise ValueError(f"batch must be an int >= 1 (sequences), got {batch!r}")
-    b = _dtype_bytes(dtype)
+    b = dtype_bytes(dtype)
     if spec.attention == "mla":
         return float((spec.kv_lora_rank + spec.qk_rope_head_dim) * spec.n_layers * b * context_len * batch)
     local = spec.local_layers
@@ -183,7 +184,7 @@ def kv_cache_bytes(spec: ModelSpec, context_len: int, dtype: str, batch: int = 1
 def weight_bytes(spec: ModelSpec, dtype: str) -> float:
     """Bytes of all the weights (every expert of a MoE model must be resident): params_b * 1e9 * bytes."""
     _check_spec(spec)
-    return spec.params_b * 1e9 * _dtype_bytes(dtype)
+    return spec.params_b * 1e9 * dtype_bytes(dtype)
 
 
 def max_context(spec: ModelSpec, gpu_bytes: float, dtype: str, batch: int = 1, weights_dtype: str | None = None,
