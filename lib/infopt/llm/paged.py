@@ -35,6 +35,7 @@ from dataclasses import dataclass
 
 import torch
 
+from .kv_cache import ContiguousKVCache
 from .model import TinyConfig, grouped_attention
 from .paged_blocks import (BlockAllocator, OutOfBlocks, append_slot, copy_on_write, fork_table,
                                      free_table, num_blocks_for)
@@ -409,3 +410,28 @@ def memory_waste(lengths: Sequence[int], max_len: int, block_size: int, bytes_pe
     slots = sum(num_blocks_for(n, block_size) * block_size for n in lengths)
     return WasteReport(len(lengths), sum(lengths) * bytes_per_token, slots * bytes_per_token,
                        len(lengths) * max_len * bytes_per_token)
+
+
+def measure_waste(config: TinyConfig, lengths: Sequence[int], max_len: int, block_size: int,
+                  dtype: torch.dtype = torch.float32, seed: int = 0) -> WasteReport:
+    """Measured waste: store sequences of these lengths (random K/V, every layer) in a real `PagedKVCache` and a
+    real `ContiguousKVCache` and read their byte counters; equals `memory_waste(..., bytes_per_token)`."""
+    lengths = list(lengths)
+    memory_waste(lengths, max_len, block_size)  # the same checks of the lengths
+    paged = PagedKVCache(config, max(1, sum(num_blocks_for(n, block_size) for n in lengths)), block_size, dtype)
+    contiguous = ContiguousKVCache(config, max(1, len(lengths)), max_len, dtype)
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for seq_id, n in enumerate(lengths):
+            if n == 0:
+                continue
+            positions = torch.arange(n)[None]
+            for layer in range(config.n_layers):
+                q = torch.randn(1, config.n_heads, n, config.head_dim, generator=gen)
+                k, v = (torch.randn(1, config.n_kv_heads, n, config.head_dim, generator=gen) for _ in range(2))
+                for cache in (paged, contiguous):
+                    cache.attend(layer, [seq_id], positions, q, k, v)
+    if paged.bytes_used() != contiguous.bytes_used():
+        raise AssertionError(f"the caches disagree on the bytes in use: paged {paged.bytes_used()}, "
+                             f"contiguous {contiguous.bytes_used()}")
+    return WasteReport(len(lengths), paged.bytes_used(), paged.bytes_allocated(), contiguous.bytes_reserved())
