@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -170,7 +170,7 @@ class _Seq:
     req: Request
     tokens: list[int]          # prompt + generated
     cached: int = 0            # tokens stored in the cache
-    state: str = "waiting"     # waiting | prefill | running | swapped | done
+    state: str = "waiting"     # waiting | prefill | running | swapped | remote (KV arriving) | done
     stats: RequestStats | None = None
 
     @property
@@ -182,8 +182,9 @@ class _Seq:
         return self.generated >= self.req.max_new_tokens
 
     def view(self) -> SeqView:
-        # running: tokens in the cache; in prefill: the whole prompt (its blocks are reserved); waiting or swapped:
-        # everything it has, which is what a recompute prefills (and what a swap-in plus this step's decode hold)
+        # running: tokens in the cache; in prefill: the whole prompt (its blocks are reserved); waiting, swapped or
+        # remote: everything it has, which is what a recompute prefills (and what a swap-in plus this step's
+        # decode hold)
         n = self.cached if self.state == "running" else len(self.tokens)
         return SeqView(self.req.req_id, self.req.arrival_s, n)
 
@@ -265,12 +266,26 @@ class _EngineBase:
     def _plan_and_run(self, arrived: list[_Seq], log: dict) -> None:
         raise NotImplementedError
 
-    def run(self, trace: Sequence[Request]) -> RunStats:
-        """Serve every request of ``trace`` and return the per-request, per-step and summary figures."""
+    def run(self, trace: Sequence[Request], handoff: Mapping[int, tuple[float, float]] | None = None) -> RunStats:
+        """Serve every request of ``trace`` and return the per-request, per-step and summary figures.
+
+        ``handoff`` (simulation only; disaggregated serving's decode side): req_id -> (ready_s, first_token_s): the
+        request was prefilled elsewhere, produced its first token at first_token_s, and its KV cache arrives here at
+        ready_s; it then waits like a swapped-out sequence and decodes from the step it is admitted in."""
         import torch
 
         _check_trace(trace, self.config.max_seq_len)
-        pending = sorted(trace, key=lambda r: (r.arrival_s, r.req_id))
+        if handoff is not None:
+            if not isinstance(self, ContinuousEngine):
+                raise ValueError("handoff needs a ContinuousEngine (the decode side of disaggregated serving)")
+            if self.model is not None:
+                raise ValueError("handoff is for the model-free simulation (model=None): a real KV cache cannot "
+                                 "arrive from another machine here")
+            missing = [r.req_id for r in trace if r.req_id not in handoff]
+            if missing:
+                raise ValueError(f"handoff has no (ready_s, first_token_s) for requests {missing[:5]}")
+        ready = {r.req_id: (handoff[r.req_id][0] if handoff else r.arrival_s) for r in trace}
+        pending = sorted(trace, key=lambda r: (ready[r.req_id], r.req_id))
         self.seqs: list[_Seq] = []
         self.clock = 0.0
         steps: list[StepLog] = []
@@ -279,15 +294,19 @@ class _EngineBase:
         i = 0
         with torch.inference_mode():
             while i < len(pending) or any(s.state != "done" for s in self.seqs):
-                while i < len(pending) and pending[i].arrival_s <= self.clock:
+                while i < len(pending) and ready[pending[i].req_id] <= self.clock:
                     r = pending[i]
-                    self.seqs.append(_Seq(r, list(r.prompt_ids),
-                                          stats=RequestStats(r.req_id, r.arrival_s, len(r.prompt_ids), [])))
+                    seq = _Seq(r, list(r.prompt_ids), stats=RequestStats(r.req_id, r.arrival_s, len(r.prompt_ids), []))
+                    if handoff:
+                        seq.tokens.append(0)
+                        seq.cached, seq.state = len(r.prompt_ids), "remote"
+                        seq.stats.first_token_s = handoff[r.req_id][1]
+                    self.seqs.append(seq)
                     i += 1
                 live = [s for s in self.seqs if s.state != "done"]
                 self.all_arrived = i == len(pending)
                 if not live or not self._has_work(live):
-                    self.clock = max(self.clock, pending[i].arrival_s)   # idle: jump to the next arrival
+                    self.clock = max(self.clock, ready[pending[i].req_id])   # idle: jump to the next arrival
                     continue
                 t0 = time.perf_counter()
                 log: dict = {"decoded": [], "prefilled": {}, "admitted": [], "preempted": [], "finished": []}
@@ -307,7 +326,8 @@ class _EngineBase:
                 peak = max(peak, used)
                 steps.append(StepLog(step=len(steps), clock_s=self.clock, seconds=dt, tables=self.cache.block_tables(),
                                      swapped=[s.req.req_id for s in live if s.state == "swapped"],
-                                     waiting=[s.req.req_id for s in live if s.state in ("waiting", "swapped")],
+                                     waiting=[s.req.req_id for s in live
+                                              if s.state in ("waiting", "swapped", "remote")],
                                      free_blocks=self.free_blocks(), **log))
         reqs = sorted((s.stats for s in self.seqs), key=lambda r: r.req_id)
         return RunStats(requests=reqs, steps=steps, num_blocks=self.num_blocks, block_size=self.block_size,
@@ -345,7 +365,7 @@ class ContinuousEngine(_EngineBase):
     def _plan_and_run(self, live: list[_Seq], log: dict) -> None:
         by_id = {s.req.req_id: s for s in live}
         running = [s for s in live if s.state in ("running", "prefill")]
-        waiting = [s for s in live if s.state in ("waiting", "swapped")]
+        waiting = [s for s in live if s.state in ("waiting", "swapped", "remote")]
         plan = schedule_step([s.view() for s in waiting], [s.view() for s in running],
                              max(0, self.free_blocks() - self._reserved(live)), self.block_size, self.max_batch)
         for sid in plan.preempt:
@@ -366,8 +386,11 @@ class ContinuousEngine(_EngineBase):
         prefill = [by_id[sid] for sid in plan.run if by_id[sid].state == "prefill"]
         for sid in plan.admit:
             s = by_id[sid]
-            if s.state == "swapped":
-                self.cache.swap_in(sid)
+            if s.state in ("swapped", "remote"):
+                if s.state == "swapped":
+                    self.cache.swap_in(sid)
+                else:   # its KV arrived from a prefill machine: into fresh blocks
+                    self.cache.reserve([(sid, 0, s.cached)])
                 s.state = "running"
                 decode.append(s)
             else:
