@@ -6,7 +6,10 @@ holds all layers as ``[n_layers, num_blocks, Hkv, block_size, D]``). A sequence'
 physical block numbers; its token ``i`` lives in block ``table[i // block_size]``, slot ``i % block_size``. Only the
 last block of a table can be partly filled: its slots at and after ``num_tokens % block_size`` are stale (whatever
 an earlier owner left) and are never read. A block may appear in several tables (a fork); its reference count says
-in how many, and a sequence about to write into a shared block first copies it (copy-on-write).
+in how many, and a sequence about to write into a shared block first copies it (copy-on-write). vLLM keeps the
+same indexing with layouts tuned for its kernels: v0's PagedAttention kernel splits K's D for vector loads
+(K ``[num_blocks, Hkv, D / x, block_size, x]``, V ``[num_blocks, Hkv, D, block_size]``); v1's FlashAttention backend
+stores ``[2, num_blocks, block_size, Hkv, D]`` per layer.
 
 The pieces, and what vLLM calls them:
 - `BlockAllocator` (in `paged_blocks`): the free pool with reference counts. vLLM v0: ``BlockAllocator`` of
@@ -16,9 +19,10 @@ The pieces, and what vLLM calls them:
 - `append_slot` (exercise 2): v0's ``BlockSpaceManager.append_slots``, which returns the copy-on-write pairs the
   worker performs (``blocks_to_copy``, done by the ``copy_blocks`` kernel); v1's ``KVCacheManager.allocate_slots``.
 - `fork_table` / `PagedKVCache.fork`: v0's ``BlockSpaceManager.fork`` (parallel sampling / beam search share the
-  prompt's blocks). v1 has no copy-on-write: sharing happens only for full blocks, through automatic prefix caching
-  (blocks found by a hash of their tokens and their prefix, ``get_computed_blocks``), which `fork` here stands in
-  for at block granularity.
+  prompt's blocks). v1 drops copy-on-write: a fork's or a common system prompt's KV is shared only in full blocks,
+  through automatic prefix caching (a block is found by a hash of its tokens and of its prefix,
+  ``KVCacheManager.get_computed_blocks``; blocks with ref_cnt 0 stay cached until evicted); `fork` here is the v0
+  mechanism, which also shares the partly filled last block.
 - `PagedKVCache.swap_out` / `swap_in`: v0's ``BlockSpaceManager.swap_out/swap_in`` and the ``swap_blocks`` kernel
   (preemption by swapping to CPU memory); v1 preempts by recomputation only.
 - writes into the blocks: v0/v1's ``reshape_and_cache`` kernel with a ``slot_mapping`` (block * block_size + slot).
@@ -241,6 +245,10 @@ class PagedKVCache:
         copies (all layers). Raises OutOfBlocks, changing nothing, when the free blocks do not suffice."""
         if len({s for s, _, _ in writes}) != len(writes):
             raise ValueError(f"each sequence may appear once per call, got {[s for s, _, _ in writes]}")
+        for seq_id, start, stop in writes:
+            if not (isinstance(start, int) and isinstance(stop, int) and 0 <= start <= stop):
+                raise ValueError(f"sequence {seq_id}: write positions [start, stop) need 0 <= start <= stop, got "
+                                 f"[{start!r}, {stop!r})")
         trial, tables, lengths, copies, needed = self._plan(writes)
         if needed > self.num_free_blocks:
             raise OutOfBlocks(f"writing these tokens needs {needed} more KV-cache blocks, {self.num_free_blocks} of "
@@ -266,6 +274,8 @@ class PagedKVCache:
             raise ValueError(f"expected q [B, Hq, T, {cfg.head_dim}] and k, v [B, {cfg.n_kv_heads}, T, "
                              f"{cfg.head_dim}], got q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}")
         batch, _, t, _ = q.shape
+        if t == 0 or batch == 0:
+            raise ValueError(f"attend needs at least one sequence and one token, got q {tuple(q.shape)}")
         positions = torch.as_tensor(positions, dtype=torch.long)
         if positions.shape != (batch, t) or len(seq_ids) != batch:
             raise ValueError(f"expected positions [{batch}, {t}] and {batch} seq_ids, got positions "
