@@ -2,6 +2,7 @@
 and the formula checked against the bytes the tiny model's caches really allocate."""
 import subprocess
 import sys
+from dataclasses import replace
 
 import pytest
 
@@ -57,7 +58,7 @@ def test_gemma_sliding_window_layers_stop_growing_after_the_window():
     # below the window every layer grows; above it only the 10 global layers do
     assert kv_cache_bytes(spec, 1000, "fp16") - kv_cache_bytes(spec, 999, "fp16") == 62 * per_layer_token
     assert kv_cache_bytes(spec, 5000, "fp16") - kv_cache_bytes(spec, 4999, "fp16") == 10 * per_layer_token
-    full = ModelSpec(**{**spec.__dict__, "name": "no window", "local_layers": 0, "sliding_window": 0})
+    full = replace(spec, name="no window", local_layers=0, sliding_window=0)
     ratio = kv_cache_bytes(full, 131072, "fp16") / kv_cache_bytes(spec, 131072, "fp16")
     assert 5.5 < ratio < 6.2          # 62 / (10 + 52 * 1024 / 131072)
 
@@ -92,7 +93,7 @@ def test_published_parameter_counts_follow_from_the_configs(name, tolerance):
 
 def test_moe_active_parameters_follow_from_top_k():
     spec = MODELS["Qwen3 235B-A22B"]
-    active = ModelSpec(**{**spec.__dict__, "experts": spec.experts_active})   # the 8 experts a token visits
+    active = replace(spec, experts=spec.experts_active)   # the 8 experts a token visits
     assert memory.gqa_param_count(active) / 1e9 == pytest.approx(spec.active_params_b, rel=0.02)
     assert MODELS["DeepSeek-V3"].moe_layers == 58
 

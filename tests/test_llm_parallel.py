@@ -45,6 +45,16 @@ def test_ring_formula_matches_a_simulated_ring(n):
     assert ring_all_reduce_bytes(100, 1) == 0 and ring_all_reduce_bytes(100, 2) == 100
 
 
+def test_import_does_not_import_torch():
+    import subprocess
+    import sys
+
+    code = "import sys, infopt.llm.parallel as p; p.comm_table('DeepSeek-V3', '1 node, 8 GPUs: TP 8'); " \
+           "print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
+
+
 def test_formulas_by_hand():
     llama8, ds = MODELS["Llama 3 8B"], MODELS["DeepSeek-V3"]
     # TP: 32 layers * 2 all-reduces * ring(1 token * 4096 * 2 bytes, 2) = 64 * 8192
@@ -88,6 +98,7 @@ def test_comm_table_applies_the_formulas_and_the_links():
     train = {r["form"]: r for r in comm_table("Llama 3 70B", "4 nodes, 32 GPUs: TP 8 x DP 4", training=True)}
     assert train["data"]["bytes_per_rank"] == dp_bytes(MODELS["Llama 3 70B"], 4, "bf16", tp=8)
     assert train["data"]["link"] == "inter-node" and train["expert"]["bytes_per_rank"] == 0
+    assert train["pipeline"]["link"] == "none" and train["pipeline"]["bytes_per_rank"] == 0
 
 
 def test_comm_figure_has_a_line_per_form():

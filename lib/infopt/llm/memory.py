@@ -11,7 +11,7 @@ against the bytes `ContiguousKVCache` / `PagedKVCache` really allocate. No torch
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 __all__ = ["ModelSpec", "MODELS", "DTYPE_BYTES", "GPUS", "CONTEXTS", "kv_cache_bytes", "weight_bytes",
@@ -313,7 +313,7 @@ def spec_from_tiny(config: Any, name: str) -> ModelSpec:
                       head_dim=config.head_dim, hidden=config.dim, params_b=1.0, active_params_b=1.0,
                       vocab_size=config.vocab_size, ffn_dim=config.ffn_dim, source="infopt.llm.model")
     n = gqa_param_count(proto) / 1e9
-    return ModelSpec(**{**proto.__dict__, "params_b": n, "active_params_b": n})
+    return replace(proto, params_b=n, active_params_b=n)
 
 
 def __getattr__(name: str) -> Any:

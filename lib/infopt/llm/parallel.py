@@ -155,7 +155,8 @@ def _spec(spec: ModelSpec | str) -> ModelSpec:
 def comm_table(spec: ModelSpec | str, cluster: Cluster | str, tokens: int = 4096, dtype: str = "bf16",
                training: bool = False) -> list[dict[str, Any]]:
     """One row per parallelism form for `spec` on `cluster`: degree, the formula, bytes each rank sends per step,
-    the link it uses and the seconds that takes at the link's bandwidth (no overlap, no latency)."""
+    the link it uses ("none" at degree 1) and the seconds that takes at the link's bandwidth (no overlap, no
+    latency)."""
     spec = _spec(spec)
     if isinstance(cluster, str):
         if cluster not in CLUSTERS:
@@ -176,9 +177,9 @@ def comm_table(spec: ModelSpec | str, cluster: Cluster | str, tokens: int = 4096
     rows = []
     for form, degree, span, nbytes, formula in forms:
         gbs = c.link_gbs(span)
+        link = "none" if degree == 1 else "intra-node" if span <= c.gpus_per_node else "inter-node"
         rows.append({"form": form, "degree": degree, "formula": formula, "bytes_per_rank": nbytes,
-                     "link": "intra-node" if span <= c.gpus_per_node else "inter-node", "link_gbs": gbs,
-                     "seconds": nbytes / (gbs * 1e9)})
+                     "link": link, "link_gbs": gbs, "seconds": nbytes / (gbs * 1e9)})
     return rows
 
 
