@@ -172,7 +172,7 @@ def test_shard_layer_splits_heads_and_mlp():
         shard_layer(state, 0, 0, 4, cfg.n_heads, cfg.n_kv_heads, cfg.head_dim)
 
 
-# --- for real: 2 processes, torch.distributed, gloo ---------------------------------------------------------------------
+# --- for real: 2 processes, torch.distributed, gloo -----------------------------------------------------------------
 def hang_forever(rank: int, world_size: int, payload: dict) -> None:
     """A task that never returns (spawned by the timeout test)."""
     time.sleep(3600)

@@ -91,38 +91,43 @@ class ModelSpec:
         return self.n_layers - self.dense_layers if self.is_moe else 0
 
 
-# --- The real models. Figures are the config.json fields (HF names in the comments). -------------------------------
+# --- The real models. Figures are the published config fields. huggingface.co cannot be reached from this machine:
+# each figure was read from a public copy of the config (or the authors' own code) named in `source`. -------------
 MODELS: dict[str, ModelSpec] = {s.name: s for s in [
     ModelSpec(
         name="Llama 3 8B", n_layers=32, n_heads=32, n_kv_heads=8, head_dim=128, hidden=4096,
         # 8.03B = 8,030,261,248, which gqa_param_count reproduces exactly from these fields
         params_b=8.03, active_params_b=8.03, vocab_size=128256, ffn_dim=14336,
         source="huggingface.co/meta-llama/Meta-Llama-3-8B config.json (num_hidden_layers 32, num_attention_heads 32, "
-               "num_key_value_heads 8, hidden_size 4096, intermediate_size 14336, vocab_size 128256); checked against "
-               "the params.json copy in meta-llama/llama3: Meta-Llama-3-8B-Instruct/params.json and "
-               "vulkomilev/oumi: configs/recipes/llama3_1/README.md"),
+               "num_key_value_heads 8, hidden_size 4096, intermediate_size 14336, vocab_size 128256), read from "
+               "copies: Meta's params.json (dim 4096, n_layers 32, n_heads 32, n_kv_heads 8) as stored under "
+               "meta-llama/llama3: Meta-Llama-3-8B-Instruct/params.json (the index's copy of that repository mixes "
+               "in forks' files, so this may be a fork's) and vulkomilev/oumi: configs/recipes/llama3_1/README.md"),
     ModelSpec(
         name="Llama 3 70B", n_layers=80, n_heads=64, n_kv_heads=8, head_dim=128, hidden=8192,
         # 70.55B is what gqa_param_count gives from these fields (the model card says "70B")
         params_b=70.55, active_params_b=70.55, vocab_size=128256, ffn_dim=28672,
         source="huggingface.co/meta-llama/Meta-Llama-3-70B config.json (num_hidden_layers 80, num_attention_heads "
-               "64, num_key_value_heads 8, hidden_size 8192, intermediate_size 28672); checked against "
-               "meta-llama/llama3: Meta-Llama-3-70B/params.json and vulkomilev/oumi: configs/recipes/llama3_1/README.md"),
+               "64, num_key_value_heads 8, hidden_size 8192, intermediate_size 28672), read from copies: "
+               "meta-llama/llama3: Meta-Llama-3-70B/params.json (same caveat as the 8B's) and "
+               "vulkomilev/oumi: configs/recipes/llama3_1/README.md"),
     ModelSpec(
         name="Qwen3 8B", n_layers=36, n_heads=32, n_kv_heads=8, head_dim=128, hidden=4096,
-        params_b=8.19, active_params_b=8.19, vocab_size=151936, ffn_dim=12288,   # model card: 8.2B
+        # 8.19B is gqa_param_count's figure (QK-norms aside); the model card's "8.2B" was not checked here
+        params_b=8.19, active_params_b=8.19, vocab_size=151936, ffn_dim=12288,
         source="huggingface.co/Qwen/Qwen3-8B config.json (num_hidden_layers 36, num_attention_heads 32, "
                "num_key_value_heads 8, head_dim 128, hidden_size 4096, intermediate_size 12288, "
-               "tie_word_embeddings false); checked against the copy in Chen-Oliver/qwen3-8b-base: config.json"),
+               "tie_word_embeddings false), read from the copy in Chen-Oliver/qwen3-8b-base: config.json"),
     ModelSpec(
         name="Qwen3 235B-A22B", n_layers=94, n_heads=64, n_kv_heads=4, head_dim=128, hidden=4096,
         params_b=235.0, active_params_b=22.0,            # the model's name; gqa_param_count gives 235.1 and 22.2
         experts=128, experts_active=8, vocab_size=151936, moe_ffn_dim=1536, ffn_dim=12288,
         source="huggingface.co/Qwen/Qwen3-235B-A22B config.json (num_hidden_layers 94, num_attention_heads 64, "
                "num_key_value_heads 4, head_dim 128, hidden_size 4096, num_experts 128, num_experts_per_tok 8, "
-               "moe_intermediate_size 1536, decoder_sparse_step 1, mlp_only_layers []); checked against the "
-               "Megatron arguments in zyzshishui/slime: scripts/models/qwen3-235B-A22B.sh (the JSON file itself "
-               "was not in the searchable index: its fields are quoted from copies)"),
+               "moe_intermediate_size 1536, decoder_sparse_step 1, mlp_only_layers []), read from the Megatron "
+               "arguments that mirror it in zyzshishui/slime: scripts/models/qwen3-235B-A22B.sh (num-layers 94, "
+               "num-attention-heads 64, num-query-groups 4, kv-channels 128, num-experts 128, moe-router-topk 8, "
+               "moe-ffn-hidden-size 1536) and copies of the JSON quoted in other repositories"),
     ModelSpec(
         name="Gemma 3 27B", n_layers=62, n_heads=32, n_kv_heads=16, head_dim=128, hidden=5376,
         # 62 layers in the pattern (5 local, 1 global) repeated: layers 5, 11, ..., 59 are global -> 10 global,
@@ -133,8 +138,9 @@ MODELS: dict[str, ModelSpec] = {s.name: s for s in [
         params_b=27.0, active_params_b=27.0, vocab_size=262144, ffn_dim=21504, tied_embeddings=True,
         source="google/gemma_pytorch: gemma/config.py get_config_for_27b_v3 (num_hidden_layers 62, "
                "num_attention_heads 32, num_key_value_heads 16, head_dim 128, hidden_size 5376, intermediate_size "
-               "5376*8//2, attn_types 5 LOCAL_SLIDING + 1 GLOBAL, sliding_window_size 1024); HF's "
-               "google/gemma-3-27b-it config.json says the same (sliding_window 1024, sliding_window_pattern 6)"),
+               "5376*8//2, attn_types 5 LOCAL_SLIDING + 1 GLOBAL, sliding_window_size 1024), Google's own code; "
+               "copies of HF's config.json quoted elsewhere agree (sliding_window 1024, sliding_window_pattern 6; "
+               "HF pads the vocabulary to 262208)"),
     ModelSpec(
         name="DeepSeek-V3", n_layers=61, n_heads=128,
         # MLA caches no per-head K/V: n_kv_heads and head_dim (qk_nope 128 + qk_rope 64 = 192 for q and k; v is 128)
@@ -147,7 +153,7 @@ MODELS: dict[str, ModelSpec] = {s.name: s for s in [
         source="deepseek-ai/DeepSeek-V3: inference/configs/config_671B.json (n_layers 61, n_dense_layers 3, "
                "n_heads 128, dim 7168, kv_lora_rank 512, qk_rope_head_dim 64, qk_nope_head_dim 128, v_head_dim 128, "
                "n_routed_experts 256, n_shared_experts 1, n_activated_experts 8, moe_inter_dim 2048); parameter "
-               "counts from its README.md"),
+               "counts from its README.md (671B total, 37B activated; 685B on HF with the 14B MTP module)"),
 ]}
 
 

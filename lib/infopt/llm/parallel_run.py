@@ -158,7 +158,7 @@ def spawn_ranks(task: Callable[[int, int, dict], Any], world_size: int, payload:
     return [got[r] for r in range(world_size)]
 
 
-# --- the collective, by hand ------------------------------------------------------------------------------------------
+# --- the collective, by hand ----------------------------------------------------------------------------------------
 def ring_all_reduce_(tensor: torch.Tensor) -> int:
     """Sum `tensor` over the group in place with a ring (reduce-scatter, then all-gather) built from send/recv;
     return the bytes this rank sent: 2 (n - 1) chunks of about 1/n of the tensor."""
@@ -189,7 +189,7 @@ def ring_all_reduce_(tensor: torch.Tensor) -> int:
     return sent
 
 
-# --- the model, split --------------------------------------------------------------------------------------------------
+# --- the model, split -----------------------------------------------------------------------------------------------
 def shard_layer(state: dict[str, torch.Tensor], layer: int, rank: int, n: int, n_heads: int, n_kv_heads: int,
                 head_dim: int) -> dict[str, torch.Tensor]:
     """Rank `rank`'s slices of layer `layer`'s weights (nn.Linear weights are [out, in]): q/k/v/gate/up rows
@@ -319,7 +319,7 @@ def _trained_weights_exist() -> bool:
     return (DATA_DIR / "target.npz").exists()
 
 
-# --- overlap -------------------------------------------------------------------------------------------------------------
+# --- overlap --------------------------------------------------------------------------------------------------------
 def _overlap_task(rank: int, world_size: int, payload: dict) -> dict:
     buf = torch.zeros(payload["numel"], dtype=torch.float32)   # zeros: repeated sums stay finite
     a = torch.randn(payload["matmul_n"], payload["matmul_n"], generator=torch.Generator().manual_seed(rank))
