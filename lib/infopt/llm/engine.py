@@ -70,6 +70,7 @@ class StepLog:
     preempted: list[int]
     finished: list[int]
     tables: dict[int, list[int]]
+    lengths: dict[int, int]
     swapped: list[int]
     waiting: list[int]
     free_blocks: int
@@ -325,6 +326,7 @@ class _EngineBase:
                 used = self.num_blocks - self.free_blocks()
                 peak = max(peak, used)
                 steps.append(StepLog(step=len(steps), clock_s=self.clock, seconds=dt, tables=self.cache.block_tables(),
+                                     lengths={sid: self.cache.length(sid) for sid in self.cache.seq_ids},
                                      swapped=[s.req.req_id for s in live if s.state == "swapped"],
                                      waiting=[s.req.req_id for s in live
                                               if s.state in ("waiting", "swapped", "remote")],
@@ -455,3 +457,71 @@ class StaticEngine(_EngineBase):
             return
         self._decode(running)
         log["decoded"] = [s.req.req_id for s in running]
+
+
+def batching_curve(cost: CostModel, rate_per_s: float, batch_limits: Sequence[int], n: int = 60, seed: int = 0,
+                   num_blocks: int = 256, block_size: int = 16, prompt_len: tuple[int, int] = (16, 96),
+                   output_len: tuple[int, int] = (8, 64), text: str | None = None,
+                   token_budget: int | None = None) -> list[dict[str, float]]:
+    """Throughput and latency percentiles of the continuous engine (model-free, ``cost``'s clock) on one seeded
+    Poisson trace at ``rate_per_s``, for each batch limit: the throughput/latency trade-off the explorer draws."""
+    from .traces import poisson_trace
+
+    trace = poisson_trace(n, rate_per_s, seed, prompt_len, output_len, text)
+    rows = []
+    for b in batch_limits:
+        st = ContinuousEngine(None, num_blocks, block_size, int(b), token_budget=token_budget, cost=cost).run(trace)
+        rows.append({"max_batch": float(b), **st.summary()})
+    return rows
+
+
+def parallel_sampling_log(model: Any, prompt_ids: Sequence[int], n: int = 3, max_new_tokens: int = 12,
+                          block_size: int = 4, num_blocks: int = 32) -> RunStats:
+    """``n`` continuations of one prompt sharing its blocks (vLLM's parallel sampling): the prompt is prefilled
+    once as sequence 0, forked into 1..n-1 (every prompt block's ref count becomes n), sequence i starts from the
+    prompt's i-th most likely next token and then decodes greedily, all in one batched forward per step; the first
+    write into the shared last block copies it (copy-on-write). The per-step log shows the sharing."""
+    import torch
+
+    from .paged import PagedKVCache
+
+    if n < 1 or max_new_tokens < 1 or len(prompt_ids) < 1:
+        raise ValueError(f"need n >= 1, max_new_tokens >= 1 and a prompt, got n={n}, "
+                         f"max_new_tokens={max_new_tokens}, {len(prompt_ids)} prompt tokens")
+    cache = PagedKVCache(model.config, num_blocks, block_size)
+    steps: list[StepLog] = []
+    t_start = time.perf_counter()
+
+    def log(**kw: Any) -> None:
+        ids = cache.seq_ids
+        steps.append(StepLog(step=len(steps), clock_s=time.perf_counter() - t_start, seconds=0.0,
+                             tables=cache.block_tables(), lengths={i: cache.length(i) for i in ids}, swapped=[],
+                             waiting=[], free_blocks=cache.num_free_blocks, **{
+                                 "decoded": [], "prefilled": {}, "admitted": [], "preempted": [], "finished": [],
+                                 **kw}))
+
+    with torch.inference_mode():
+        p = len(prompt_ids)
+        logits = model(torch.tensor([list(prompt_ids)]), torch.arange(p)[None], cache=cache, seq_ids=[0])
+        firsts = logits[0, -1].argsort(descending=True)[:n].tolist()
+        log(prefilled={0: p}, admitted=[0])
+        for i in range(1, n):
+            cache.fork(0, i)
+        tokens = {i: [int(firsts[i])] for i in range(n)}
+        log(admitted=list(range(1, n)))
+        for _ in range(max_new_tokens - 1):
+            ids = list(range(n))
+            toks = torch.tensor([[tokens[i][-1]] for i in ids])
+            pos = torch.tensor([[cache.length(i)] for i in ids])
+            nxt = model(toks, pos, cache=cache, seq_ids=ids)[:, -1].argmax(-1).tolist()
+            for i, t in zip(ids, nxt):
+                tokens[i].append(int(t))
+            log(decoded=ids)
+        reqs = [RequestStats(i, 0.0, p, tokens[i], first_token_s=steps[0].clock_s, finish_s=steps[-1].clock_s)
+                for i in range(n)]
+        peak = num_blocks - min(s.free_blocks for s in steps)
+        for i in range(n):
+            cache.free(i)
+        steps[-1].finished.extend(range(n))
+    return RunStats(requests=reqs, steps=steps, num_blocks=num_blocks, block_size=block_size, peak_blocks=peak,
+                    preemptions=0, extra={"copy_on_write_copies": cache.copies_done})
