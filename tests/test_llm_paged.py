@@ -26,6 +26,14 @@ def model() -> TinyLlama:
     return TinyLlama(SMALL, seed=3).eval()
 
 
+def assert_close(got: torch.Tensor, want: torch.Tensor, tol: float = 1e-4) -> None:
+    """Same shape, and equal within tol (torch.testing.assert_close costs seconds to import on a loaded machine)."""
+    assert got.shape == want.shape, f"shape {tuple(got.shape)}, expected {tuple(want.shape)}"
+    err = (got - want).abs()
+    assert torch.allclose(got, want, rtol=tol, atol=tol), \
+        f"max abs error {err.max().item():.3g} at index {tuple(int(i) for i in torch.nonzero(err == err.max())[0])}"
+
+
 def refs(allocator: BlockAllocator) -> list[int]:
     return [allocator.ref_count(b) for b in range(allocator.num_blocks)]
 
@@ -179,7 +187,7 @@ def test_paged_attention_reads_through_the_table_and_never_the_stale_slots(conte
         v_blocks[table[i // bs], :, i % bs] = v[:, i]
     out = paged_attention(q, k_blocks, v_blocks, table + [9] * 2, context_len)  # a longer table is fine
     assert out.shape == (hq, d) and torch.isfinite(out).all()
-    torch.testing.assert_close(out, dense_attention(q, k, v), rtol=1e-5, atol=1e-5)
+    assert_close(out, dense_attention(q, k, v), tol=1e-5)
 
 
 def test_paged_attention_rejects_bad_input():
@@ -192,6 +200,14 @@ def test_paged_attention_rejects_bad_input():
         paged_attention(torch.zeros(4, 8), kb, kb, [0], 0)
     with pytest.raises(ValueError, match="one decode query"):
         paged_attention(torch.zeros(1, 4, 8), kb, kb, [0], 1)
+    # integer scalars of numpy and torch are ints too (a table read out of a tensor)
+    import numpy as np
+    out = paged_attention(torch.ones(4, 8), kb, kb, torch.tensor([2, 1]), np.int64(5))
+    assert out.shape == (4, 8)
+    a = BlockAllocator(np.int64(3))
+    assert append_slot(a, [], np.int64(0), np.int64(4)) == ([0], None) and a.ref_count(np.int64(0)) == 1
+    with pytest.raises(ValueError, match="num_tokens must be an int >= 0"):
+        append_slot(a, [0], 1.0, 4)
 
 
 # --- PagedKVCache through the model ------------------------------------------------------------------------------
@@ -221,12 +237,11 @@ def test_paged_equals_contiguous_and_uncached_for_a_batch_at_mixed_positions(mod
             for a in range(0, len(p), 6):
                 chunk = p[a:a + 6]
                 logits = step(model, cache, [sid], [chunk], [a])[0]
-                torch.testing.assert_close(logits, expected[sid][a:a + len(chunk)], rtol=1e-4, atol=1e-4)
+                assert_close(logits, expected[sid][a:a + len(chunk)])
         for i in range(6):  # batched decodes, each row at its own position
             logits = step(model, cache, [0, 1, 2], [[d[i]] for d in decode], [len(p) + i for p in prompts])
             for sid in range(3):
-                torch.testing.assert_close(logits[sid, 0], expected[sid][len(prompts[sid]) + i],
-                                           rtol=1e-4, atol=1e-4)
+                assert_close(logits[sid, 0], expected[sid][len(prompts[sid]) + i])
     assert paged.bytes_used() == contiguous.bytes_used() == sum(map(len, full)) * paged.bytes_per_token
     assert paged.blocks_used == sum(num_blocks_for(len(f), 4) for f in full)
     assert paged.copies_done == 0 and paged.tokens_stored == sum(map(len, full))
@@ -244,8 +259,8 @@ def test_garbage_in_free_and_stale_slots_never_reaches_the_output(model, garbage
     both = step(model, cache, [0, 1], [[short[5]], [long[10]]], [5, 10])
     out_short, out_long = torch.cat([out_short, both[0]]), torch.cat([out_long, both[1]])
     assert torch.isfinite(out_short).all() and torch.isfinite(out_long).all()
-    torch.testing.assert_close(out_short, uncached(model, short), rtol=1e-4, atol=1e-4)
-    torch.testing.assert_close(out_long, uncached(model, long), rtol=1e-4, atol=1e-4)
+    assert_close(out_short, uncached(model, short))
+    assert_close(out_long, uncached(model, long))
 
 
 @pytest.mark.parametrize("prompt_len, copies", [(6, 1), (8, 0)])
@@ -263,8 +278,7 @@ def test_fork_copies_exactly_when_a_shared_last_block_is_written(model, prompt_l
     for i in range(5):
         logits = step(model, cache, [0, 1], [[streams[0][i]], [streams[1][i]]], [prompt_len + i] * 2)
         for sid in (0, 1):
-            torch.testing.assert_close(logits[sid, 0], uncached(model, prompt + streams[sid][:i + 1])[-1],
-                                       rtol=1e-4, atol=1e-4)
+            assert_close(logits[sid, 0], uncached(model, prompt + streams[sid][:i + 1])[-1])
         assert cache.copies_done == copies  # the one copy happens at the first write, never again
     full_blocks = prompt_len // 4
     assert cache.block_table(0)[:full_blocks] == cache.block_table(1)[:full_blocks] == shared[:full_blocks]
@@ -289,9 +303,9 @@ def test_swap_out_and_in_keeps_the_logits(model):
     cache.k[:, table_before] = float("nan")  # whatever is left in its old blocks is not what comes back
     cache.swap_in(0)
     logits = step(model, cache, [0], [a[6:9]], [6])[0]
-    torch.testing.assert_close(logits, uncached(model, a)[6:9], rtol=1e-4, atol=1e-4)
+    assert_close(logits, uncached(model, a)[6:9])
     logits = step(model, cache, [1], [[a[0]]], [7])[0, 0]
-    torch.testing.assert_close(logits, uncached(model, b + [a[0]])[-1], rtol=1e-4, atol=1e-4)
+    assert_close(logits, uncached(model, b + [a[0]])[-1])
 
 
 def test_swap_in_without_room_raises_and_changes_nothing(model):
@@ -323,8 +337,8 @@ def test_out_of_blocks_in_a_batch_changes_nothing_and_the_step_succeeds_later(mo
     assert after[:3] == state[:3] and torch.equal(after[3], state[3]) and torch.equal(after[4], state[4])
     cache.free(2)  # the scheduler preempts one; the same step now runs and is right
     logits = step(model, cache, [0, 1], [[13], [14]], [3, 4])
-    torch.testing.assert_close(logits[0, 0], uncached(model, [1, 2, 3, 13])[-1], rtol=1e-4, atol=1e-4)
-    torch.testing.assert_close(logits[1, 0], uncached(model, [4, 5, 6, 7, 14])[-1], rtol=1e-4, atol=1e-4)
+    assert_close(logits[0, 0], uncached(model, [1, 2, 3, 13])[-1])
+    assert_close(logits[1, 0], uncached(model, [4, 5, 6, 7, 14])[-1])
 
 
 def test_attend_rejects_gaps_unknown_sequences_and_bad_shapes(model):
@@ -355,7 +369,7 @@ def test_truncate_frees_the_blocks_past_the_kept_tokens(model):
     cache.truncate(0, 3)  # rejected speculative tokens
     assert cache.length(0) == 3 and cache.block_table(0) == [0] and cache.num_free_blocks == 3
     logits = step(model, cache, [0], [[42]], [3])[0, 0]
-    torch.testing.assert_close(logits, uncached(model, tokens[:3] + [42])[-1], rtol=1e-4, atol=1e-4)
+    assert_close(logits, uncached(model, tokens[:3] + [42])[-1])
 
 
 # --- memory accounting -------------------------------------------------------------------------------------------

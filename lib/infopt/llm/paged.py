@@ -41,8 +41,8 @@ import torch
 
 from .kv_cache import ContiguousKVCache
 from .model import TinyConfig, grouped_attention
-from .paged_blocks import (BlockAllocator, OutOfBlocks, append_slot, copy_on_write, fork_table,
-                                     free_table, num_blocks_for)
+from .paged_blocks import (BlockAllocator, OutOfBlocks, append_slot, checked_int, copy_on_write, fork_table,
+                           free_table, num_blocks_for)
 
 __all__ = ["BlockAllocator", "OutOfBlocks", "append_slot", "copy_on_write", "fork_table", "free_table",
            "num_blocks_for", "paged_attention", "gather_kv", "PagedKVCache", "WasteReport", "memory_waste",
@@ -59,9 +59,10 @@ def gather_kv(blocks: torch.Tensor, table: Sequence[int], num_tokens: int) -> to
     if len(table) < needed:
         raise ValueError(f"{num_tokens} tokens in blocks of {block_size} need {needed} table entries, "
                          f"the table has {len(table)}")
-    if any(not 0 <= b < n_blocks for b in table[:needed]):
-        raise ValueError(f"block table {list(table[:needed])} names a block outside [0, {n_blocks})")
-    index = torch.tensor(list(table[:needed]), dtype=torch.long, device=blocks.device)
+    entries = [checked_int(b, "a block table entry") for b in list(table)[:needed]]
+    if any(b >= n_blocks for b in entries):
+        raise ValueError(f"block table {entries} names a block outside [0, {n_blocks})")
+    index = torch.tensor(entries, dtype=torch.long, device=blocks.device)
     rows = blocks[index].permute(1, 0, 2, 3).reshape(hkv, needed * block_size, d)
     return rows[:, :num_tokens]
 
@@ -78,8 +79,7 @@ def paged_attention(q: torch.Tensor, k_blocks: torch.Tensor, v_blocks: torch.Ten
     if k_blocks.dim() != 4 or k_blocks.shape[-1] != q.shape[-1]:
         raise ValueError(f"k_blocks must be [num_blocks, Hkv, block_size, D] with D = {q.shape[-1]} (q's), "
                          f"got {tuple(k_blocks.shape)}")
-    if not isinstance(context_len, int) or context_len < 1:
-        raise ValueError(f"context_len must be an int >= 1 (the query's own token is cached), got {context_len!r}")
+    context_len = checked_int(context_len, "context_len (the query's own token is cached)", 1)
     k = gather_kv(k_blocks, table, context_len)[None]  # [1, Hkv, S, D]
     v = gather_kv(v_blocks, table, context_len)[None]
     mask = torch.ones(1, 1, context_len, dtype=torch.bool, device=q.device)
@@ -102,8 +102,7 @@ class PagedKVCache:
 
     def __init__(self, config: TinyConfig, num_blocks: int, block_size: int, dtype: torch.dtype = torch.float32,
                  device: torch.device | str | None = None) -> None:
-        if not isinstance(block_size, int) or isinstance(block_size, bool) or block_size < 1:
-            raise ValueError(f"block_size must be an int >= 1, got {block_size!r}")
+        block_size = checked_int(block_size, "block_size", 1)
         self.config = config
         self.block_size = block_size
         self.dtype = dtype

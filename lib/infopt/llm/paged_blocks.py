@@ -6,6 +6,7 @@ reference; the tensors that these numbers index live in `infopt.llm.paged` (whos
 from __future__ import annotations
 
 import heapq
+import operator
 from collections import Counter
 from collections.abc import Sequence
 
@@ -14,17 +15,21 @@ class OutOfBlocks(RuntimeError):
     """No free block is left: the scheduler must preempt (recompute or swap out) a sequence, or wait."""
 
 
+def checked_int(value: object, name: str, minimum: int = 0) -> int:
+    """`value` as a Python int >= minimum (numpy and torch integer scalars accepted), else a ValueError naming it."""
+    try:
+        number = operator.index(value)
+    except TypeError:
+        number = None
+    if number is None or isinstance(value, bool) or number < minimum:
+        raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
+    return number
+
+
 def num_blocks_for(num_tokens: int, block_size: int) -> int:
     """Blocks a sequence of `num_tokens` tokens occupies: ceil(num_tokens / block_size)."""
-    _check_block_size(block_size)
-    if not isinstance(num_tokens, int) or num_tokens < 0:
-        raise ValueError(f"num_tokens must be an int >= 0, got {num_tokens!r}")
-    return -(-num_tokens // block_size)
-
-
-def _check_block_size(block_size: int) -> None:
-    if not isinstance(block_size, int) or isinstance(block_size, bool) or block_size < 1:
-        raise ValueError(f"block_size must be an int >= 1, got {block_size!r}")
+    block_size = checked_int(block_size, "block_size", 1)
+    return -(-checked_int(num_tokens, "num_tokens") // block_size)
 
 
 class BlockAllocator:
@@ -35,8 +40,7 @@ class BlockAllocator:
     """
 
     def __init__(self, num_blocks: int) -> None:
-        if not isinstance(num_blocks, int) or isinstance(num_blocks, bool) or num_blocks < 1:
-            raise ValueError(f"num_blocks must be an int >= 1, got {num_blocks!r}")
+        num_blocks = checked_int(num_blocks, "num_blocks", 1)
         self._num_blocks = num_blocks
         self._refs = [0] * num_blocks
         self._free = list(range(num_blocks))  # a heap of the blocks whose ref count is 0
@@ -51,14 +55,18 @@ class BlockAllocator:
         """How many blocks are free (ref count 0)."""
         return len(self._free)
 
-    def _check(self, block: int) -> None:
-        if not isinstance(block, int) or isinstance(block, bool) or not 0 <= block < self._num_blocks:
+    def _check(self, block: int) -> int:
+        try:
+            index = operator.index(block)
+        except TypeError:
+            index = None
+        if index is None or isinstance(block, bool) or not 0 <= index < self._num_blocks:
             raise ValueError(f"block must be an int in [0, {self._num_blocks}), got {block!r}")
+        return index
 
     def ref_count(self, block: int) -> int:
         """How many block tables hold `block` (0: free)."""
-        self._check(block)
-        return self._refs[block]
+        return self._refs[self._check(block)]
 
     def allocate(self) -> int:
         """Take the lowest-numbered free block (ref count 1); OutOfBlocks when none is free."""
@@ -71,14 +79,14 @@ class BlockAllocator:
 
     def fork(self, block: int) -> None:
         """Share an allocated block with one more block table (ref count + 1)."""
-        self._check(block)
+        block = self._check(block)
         if self._refs[block] == 0:
             raise ValueError(f"block {block} is free: only an allocated block can be shared (allocate it first)")
         self._refs[block] += 1
 
     def free(self, block: int) -> None:
         """Drop one reference to `block`; at zero it returns to the free pool. Freeing a free block is an error."""
-        self._check(block)
+        block = self._check(block)
         if self._refs[block] == 0:
             raise ValueError(f"double free of block {block}: it is already free")
         self._refs[block] -= 1
@@ -115,9 +123,8 @@ def append_slot(allocator: BlockAllocator, table: list[int], num_tokens: int,
 
     The input list is never mutated; on OutOfBlocks the allocator and the table are left unchanged.
     """
-    _check_block_size(block_size)
-    if not isinstance(num_tokens, int) or isinstance(num_tokens, bool) or num_tokens < 0:
-        raise ValueError(f"num_tokens must be an int >= 0, got {num_tokens!r}")
+    block_size = checked_int(block_size, "block_size", 1)
+    num_tokens = checked_int(num_tokens, "num_tokens")
     if len(table) != num_blocks_for(num_tokens, block_size):
         raise ValueError(f"a table for {num_tokens} tokens in blocks of {block_size} holds "
                          f"{num_blocks_for(num_tokens, block_size)} blocks, this one holds {len(table)}")
