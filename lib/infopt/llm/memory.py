@@ -197,7 +197,8 @@ def max_context(spec: ModelSpec, gpu_bytes: float, dtype: str, batch: int = 1, w
                 reserve: float = 0.0) -> int:
     """The longest context (tokens per sequence, for `batch` sequences) whose KV cache at `dtype` fits beside the
     weights at `weights_dtype` (default: `dtype`) in (1 - reserve) * gpu_bytes; 0 when the weights alone do not fit.
-    Capped at 2**40 tokens (a model whose every layer is sliding-window would otherwise fit any context)."""
+    Capped at 2**40 tokens (a model whose every layer is sliding-window would otherwise fit any context). Memory
+    only: the context the model was trained for (max_position_embeddings) is another limit."""
     _check_spec(spec)
     if not 0.0 <= reserve < 1.0:
         raise ValueError(f"reserve is the fraction of the GPU kept for other things, in [0, 1); got {reserve!r}")

@@ -16,14 +16,16 @@ compute then all-reduce, alternating in one run.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import queue as queue_mod
 import socket
 import statistics
+import sys
 import time
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 import torch
@@ -117,6 +119,22 @@ def _rank_main(rank: int, world_size: int, port: int, timeout_s: float, results:
         dist.destroy_process_group()
 
 
+@contextlib.contextmanager
+def _unreadable_main_hidden() -> Iterator[None]:
+    """Spawned children re-run the parent's main script; when that is no file (`python - < script`, `<stdin>`) they
+    would crash looking for it. The tasks live in importable modules, so hide such a path while starting them."""
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    hide = path is not None and getattr(main, "__spec__", None) is None and not os.path.isfile(path)
+    if hide:
+        del main.__file__
+    try:
+        yield
+    finally:
+        if hide:
+            main.__file__ = path
+
+
 def spawn_ranks(task: Callable[[int, int, dict], Any], world_size: int, payload: dict,
                 timeout_s: float = 60.0) -> list[Any]:
     """Run `task(rank, world_size, payload)` (a module-level function) in `world_size` spawned processes joined in a
@@ -125,8 +143,9 @@ def spawn_ranks(task: Callable[[int, int, dict], Any], world_size: int, payload:
     if isinstance(world_size, bool) or not isinstance(world_size, int) or world_size < 1:
         raise ValueError(f"world_size must be an int >= 1 (processes), got {world_size!r}")
     results = mp.get_context("spawn").Queue()
-    ctx = mp.start_processes(_rank_main, args=(world_size, free_port(), timeout_s, results, task, payload),
-                             nprocs=world_size, join=False, start_method="spawn")
+    with _unreadable_main_hidden():
+        ctx = mp.start_processes(_rank_main, args=(world_size, free_port(), timeout_s, results, task, payload),
+                                 nprocs=world_size, join=False, start_method="spawn")
     deadline = time.monotonic() + timeout_s
     got: dict[int, Any] = {}
     try:
@@ -337,10 +356,12 @@ def _overlap_task(rank: int, world_size: int, payload: dict) -> dict:
     for _ in range(2):                                   # warm up gloo's connections and the matmul
         dist.all_reduce(buf)
         matmuls(1)
-    one = statistics.median(timed(lambda: matmuls(3)) for _ in range(3)) / 3
-    comm = statistics.median(timed(lambda: dist.all_reduce(buf)) for _ in range(3))
-    # size the compute like the all-reduce (the case overlap helps most); every rank must agree on k
-    k_t = torch.tensor([max(1, round(comm / max(one, 1e-6)))], dtype=torch.int64)
+    comm = statistics.median(timed(lambda: dist.all_reduce(buf)) for _ in range(5))
+    k = 1          # size the compute like the all-reduce (where overlap helps most): a few rounds of k *= comm / t(k)
+    for _ in range(3):
+        t_k = statistics.median(timed(lambda: matmuls(k)) for _ in range(3))
+        k = max(1, min(10_000, round(k * comm / max(t_k, 1e-6))))
+    k_t = torch.tensor([k], dtype=torch.int64)          # every rank must run the same k
     dist.all_reduce(k_t, op=dist.ReduceOp.MAX)
     k = int(k_t)
 
