@@ -109,7 +109,8 @@ def _rank_main(rank: int, world_size: int, port: int, timeout_s: float, results:
                payload: dict) -> None:
     """Each spawned process: join the gloo group, run `task(rank, world_size, payload)`, send its result home."""
     torch.set_num_threads(1)
-    os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
+    if sys.platform.startswith("linux"):
+        os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")     # localhost only, whatever the hostname resolves to
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world_size,
                             timeout=timedelta(seconds=timeout_s))
     try:
