@@ -289,6 +289,23 @@ def test_fork_copies_exactly_when_a_shared_last_block_is_written(model, prompt_l
     assert not any(refs(cache.allocator))
 
 
+def test_parallel_sampling_shares_the_prompt_and_copies_its_tail_once_per_extra_sample():
+    cache = PagedKVCache(SMALL, num_blocks=64, block_size=16)
+    cache.reserve([(0, 0, 200)])  # the blocks only, as the engine's model-free simulation does
+    for child in (1, 2, 3):
+        cache.fork(0, child)
+    assert cache.blocks_used == 13 and cache.allocator.ref_count(cache.block_table(0)[-1]) == 4
+    for t in range(200, 250):
+        cache.reserve([(s, t, t + 1) for s in range(4)])
+    # the prompt's partly filled 13th block is copied by the first three writers; the last one keeps it
+    assert cache.copies_done == 3
+    assert cache.blocks_used == 12 + 4 * num_blocks_for(250 - 192, 16)
+    assert cache.bytes_used() == (192 + 4 * (250 - 192)) * cache.bytes_per_token
+    for s in range(4):
+        cache.free(s)
+    assert cache.num_free_blocks == 64 and not any(refs(cache.allocator))
+
+
 def test_swap_out_and_in_keeps_the_logits(model):
     gen = torch.Generator().manual_seed(5)
     a, b = (torch.randint(0, 256, (n,), generator=gen).tolist() for n in (9, 7))
