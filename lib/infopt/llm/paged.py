@@ -232,6 +232,7 @@ class PagedKVCache:
     def blocks_needed(self, seq_ids: Sequence[int], num_new_tokens: int = 1) -> int:
         """Free blocks that appending `num_new_tokens` tokens to each of these sequences would take (new blocks
         and copy-on-write copies, with sharing between them accounted exactly)."""
+        num_new_tokens = checked_int(num_new_tokens, "num_new_tokens")
         writes = [(s, self._lengths[self._resident(s)], self._lengths[s] + num_new_tokens) for s in seq_ids]
         return self._plan(writes)[4]
 
@@ -244,10 +245,11 @@ class PagedKVCache:
         copies (all layers). Raises OutOfBlocks, changing nothing, when the free blocks do not suffice."""
         if len({s for s, _, _ in writes}) != len(writes):
             raise ValueError(f"each sequence may appear once per call, got {[s for s, _, _ in writes]}")
+        writes = [(s, checked_int(start, "start"), checked_int(stop, "stop")) for s, start, stop in writes]
         for seq_id, start, stop in writes:
-            if not (isinstance(start, int) and isinstance(stop, int) and 0 <= start <= stop):
-                raise ValueError(f"sequence {seq_id}: write positions [start, stop) need 0 <= start <= stop, got "
-                                 f"[{start!r}, {stop!r})")
+            if start > stop:
+                raise ValueError(f"sequence {seq_id}: write positions [start, stop) need start <= stop, got "
+                                 f"[{start}, {stop})")
         trial, tables, lengths, copies, needed = self._plan(writes)
         if needed > self.num_free_blocks:
             raise OutOfBlocks(f"writing these tokens needs {needed} more KV-cache blocks, {self.num_free_blocks} of "
@@ -362,7 +364,7 @@ class PagedKVCache:
         return self.blocks_used * self.block_size * self.bytes_per_token
 
     def bytes_used(self) -> int:
-        """Bytes of the slots that hold a live token (a slot shared by forks counts once)."""
+        """Bytes of the slots that hold a live token of a resident sequence (a slot shared by forks counts once)."""
         filled: dict[int, int] = {}
         for seq_id, table in self._tables.items():
             n = self._lengths[seq_id]
