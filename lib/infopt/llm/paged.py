@@ -13,9 +13,11 @@ stores ``[2, num_blocks, block_size, Hkv, D]`` per layer.
 
 The pieces, and what vLLM calls them:
 - `BlockAllocator` (in `paged_blocks`): the free pool with reference counts. vLLM v0: ``BlockAllocator`` of
-  ``PhysicalTokenBlock``s (later ``NaiveBlockAllocator`` / ``CpuGpuBlockAllocator``), owned by the
-  ``BlockSpaceManager`` (``SelfAttnBlockSpaceManager``) that keeps one ``BlockTable`` per sequence. vLLM v1:
-  ``BlockPool`` (a ``FreeKVCacheBlockQueue`` of ``KVCacheBlock``s with ``ref_cnt``) under the ``KVCacheManager``.
+  ``PhysicalTokenBlock``s (later ``NaiveBlockAllocator``, ``PrefixCachingBlockAllocator``, both under a
+  ``CpuGpuBlockAllocator``), owned by the ``BlockSpaceManager`` (``SelfAttnBlockSpaceManager``) that keeps one
+  ``BlockTable`` per sequence. vLLM v1: ``BlockPool`` (a ``FreeKVCacheBlockQueue`` of ``KVCacheBlock``s with
+  ``ref_cnt``) under the ``KVCacheManager``. v1 hands out the least recently freed block (so cached prefixes are
+  evicted in LRU order); this allocator hands out the lowest-numbered one, so tables are deterministic to test.
 - `append_slot` (exercise 2): v0's ``BlockSpaceManager.append_slots``, which returns the copy-on-write pairs the
   worker performs (``blocks_to_copy``, done by the ``copy_blocks`` kernel); v1's ``KVCacheManager.allocate_slots``.
 - `fork_table` / `PagedKVCache.fork`: v0's ``BlockSpaceManager.fork`` (parallel sampling / beam search share the
