@@ -416,3 +416,11 @@ def test_measured_waste_from_real_caches_equals_the_computed_one():
         assert measured == computed
         assert measured.paged_waste_bytes < block_size * len(lengths) * kv_bytes_per_token(SMALL, 4)
     assert measure_waste(SMALL, lengths, 48, 1).paged_waste_bytes == 0  # one-token blocks: no fragmentation
+
+
+def test_the_block_bookkeeping_imports_no_torch():
+    """The scheduler counts blocks with paged_blocks: it must stay pure Python."""
+    import subprocess
+    import sys
+    code = "import sys, infopt.llm.paged_blocks; assert 'torch' not in sys.modules, 'paged_blocks imported torch'"
+    subprocess.run([sys.executable, "-c", code], check=True)
