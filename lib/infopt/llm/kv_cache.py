@@ -53,14 +53,15 @@ def attend_with_cache(q: torch.Tensor, k_new: torch.Tensor, v_new: torch.Tensor,
 class ContiguousKVCache:
     """K and V [n_layers, max_seqs, Hkv, max_len, D] reserved up front; a sequence takes a slot for its whole life."""
 
-    def __init__(self, config: TinyConfig, max_seqs: int, max_len: int, dtype: torch.dtype = torch.float32):
+    def __init__(self, config: TinyConfig, max_seqs: int, max_len: int, dtype: torch.dtype = torch.float32,
+                 device: torch.device | str | None = None):
         if max_seqs <= 0 or max_len <= 0:
             raise ValueError(f"max_seqs and max_len must be positive, got {max_seqs} and {max_len}")
         self.config = config
         self.max_seqs, self.max_len, self.dtype = max_seqs, max_len, dtype
         shape = (config.n_layers, max_seqs, config.n_kv_heads, max_len, config.head_dim)
-        self.k = torch.zeros(shape, dtype=dtype)
-        self.v = torch.zeros(shape, dtype=dtype)
+        self.k = torch.zeros(shape, dtype=dtype, device=device)
+        self.v = torch.zeros(shape, dtype=dtype, device=device)
         self.slots: dict[int, int] = {}        # seq_id -> slot
         self.lengths: dict[int, int] = {}      # seq_id -> tokens stored (1 + the highest position written)
 
