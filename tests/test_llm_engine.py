@@ -182,3 +182,21 @@ def test_disaggregated_prefill_decode():
     assert res["disaggregated"]["tpot_p99"] < res["colocated"]["tpot_p99"]
     with pytest.raises(ValueError, match="2 machines"):
         compare_disaggregated(tr, cost, machines=1)
+
+
+def test_hf_static_generate_is_the_same_greedy_in_static_batches(model, trace, expected):
+    """transformers' generate with left padding gives each request its own greedy tokens; the requests of one
+    static batch get their first token together, and a batch starts only when its last member has arrived."""
+    from infopt.llm.hf_baseline import hf_static_generate
+
+    st = hf_static_generate(model, trace, batch_size=5)
+    assert st.outputs() == expected
+    order = sorted(trace, key=lambda r: r.arrival_s)
+    by_id = {r.req_id: r for r in st.requests}
+    for start in range(0, len(order), 5):
+        batch = [by_id[r.req_id] for r in order[start:start + 5]]
+        assert len({r.first_token_s for r in batch}) == 1
+        assert batch[0].first_token_s > max(r.arrival_s for r in batch)
+        assert all(r.first_token_s <= r.finish_s for r in batch)
+    with pytest.raises(ValueError, match="batch_size"):
+        hf_static_generate(model, trace, 0)
