@@ -158,7 +158,7 @@ def bench_logits(model, prompts: list[list[int]]) -> float:
 
 def bench_disaggregated(run, model, trace) -> dict:
     from infopt.llm.disaggregated import compare_disaggregated
-    from infopt.llm.engine import fit_cost_model
+    from infopt.llm.run_stats import fit_cost_model
     from infopt.llm.paged import PagedKVCache
 
     kv = PagedKVCache(model.config, 1, BLOCK).bytes_per_token

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from infopt.llm.engine import ContinuousEngine, CostModel, StaticEngine, fit_cost_model
+from infopt.llm.engine import ContinuousEngine, StaticEngine
+from infopt.llm.run_stats import CostModel, fit_cost_model
 from infopt.llm.model import TARGET_CONFIG, TinyLlama
 from infopt.llm.traces import Request, poisson_trace
 

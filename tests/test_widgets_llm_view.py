@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from infopt.llm.engine import ContinuousEngine, CostModel, parallel_sampling_log
+from infopt.llm.engine import ContinuousEngine, parallel_sampling_log
+from infopt.llm.run_stats import CostModel
 from infopt.llm.model import TARGET_CONFIG, TinyLlama
 from infopt.llm.traces import poisson_trace
 from infopt.widgets.llm_view import batching_explorer, block_table_figure, block_table_view

@@ -13,7 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Sequence
 
-from .engine import ContinuousEngine, CostModel, RequestStats, RunStats
+from .engine import ContinuousEngine
+from .run_stats import CostModel, RequestStats, RunStats
 from .traces import Request
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from typing import Any, Sequence
 
-from .engine import RequestStats, RunStats
+from .run_stats import RequestStats, RunStats
 from .traces import Request
 
 

@@ -3,7 +3,7 @@
 ``block_table_figure(stats, step)`` draws the paged KV cache after one engine step: every physical block a cell,
 coloured by the sequence that holds it (dark when several share it), with its fill; the title says who decoded,
 was prefilled, admitted, preempted, swapped out or finished. ``block_table_view(stats)`` replays a run's per-step
-log (``infopt.llm.engine.RunStats.steps``) with a step slider and a play button: sequences grow, share blocks and
+log (``infopt.llm.run_stats.RunStats.steps``) with a step slider and a play button: sequences grow, share blocks and
 are preempted. ``batching_explorer(cost)`` has sliders for the batch limit and the arrival rate and draws the
 throughput/latency curve that ``infopt.llm.engine.batching_curve`` computes (the model-free engine with a fitted
 cost model, so it moves in a second). Views only: the figures come from the library's runs.
