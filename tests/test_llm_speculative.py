@@ -222,3 +222,155 @@ def test_acceptance_matches_theory():
                          for drafts in draw_drafts(drafter, q, n).tolist()])
     assert abs(accepted.mean() - theory) < hoeffding_bound(k, n)
     assert abs((accepted >= 1).mean() - betas[0]) < hoeffding_bound(1, n)
+
+
+# ---------------------------------------------------------------- the tiny models: caches, greedy exactness, counts
+
+torch = pytest.importorskip("torch")
+
+from infopt.llm.model import DRAFT_CONFIG, TARGET_CONFIG, TinyConfig, TinyLlama, load_model  # noqa: E402
+from infopt.llm.sampling import SamplingParams  # noqa: E402
+from infopt.llm.speculative import IncrementalModel, speculative_generate  # noqa: E402
+from infopt.llm.tokenizer import EOS, ByteTokenizer  # noqa: E402
+
+PROMPTS = ["def __init__(self", "import os\nimport sys\n", "    return "]
+
+
+@pytest.fixture(scope="module")
+def models():
+    torch.set_num_threads(1)
+    return load_model("target"), load_model("draft")
+
+
+@pytest.fixture(scope="module")
+def prompts():
+    return [ByteTokenizer().encode(text) for text in PROMPTS]
+
+
+def greedy_reference(model, prompt, n):
+    """The target's greedy continuation by full recomputation (no cache at all: independent of the caches)."""
+    seq = list(prompt)
+    with torch.no_grad():
+        for _ in range(n):
+            seq.append(int(model(torch.tensor([seq]))[0, -1].argmax()))
+    return seq[len(prompt):]
+
+
+def test_rollback_then_feed_equals_recomputing_the_sequence():
+    model = TinyLlama(TARGET_CONFIG, seed=3).eval()
+    runner = IncrementalModel(model, max_len=32)
+    runner.feed([257, 10, 20, 30])
+    runner.feed([40, 50, 60])            # three "drafts"
+    runner.rollback(5)                   # keep 40, reject 50 and 60: their slots hold stale K/V now
+    hidden = runner.feed([70, 80])       # overwrites positions 5 and 6
+    seq = [257, 10, 20, 30, 40, 70, 80]
+    with torch.no_grad():
+        expected = model.hidden(torch.tensor([seq]))[0, 5:]
+    assert torch.allclose(hidden, expected, atol=1e-5), "stale K/V of rejected drafts leaked into attention"
+    assert runner.length == 7 and runner.passes == 3 and runner.cache.length(0) == 7
+    with pytest.raises(ValueError, match="outside 0..7"):
+        runner.rollback(8)
+
+
+@pytest.fixture(scope="module")
+def greedy_refs(models, prompts):
+    return [greedy_reference(models[0], prompt, 40) for prompt in prompts]
+
+
+@pytest.mark.parametrize("k", [1, 4])
+def test_greedy_equals_the_targets_greedy_exactly(models, prompts, greedy_refs, k):
+    target, draft = models
+    for prompt, ref in zip(prompts, greedy_refs):
+        res = speculative_generate(target, draft, prompt, 40, k=k, stop_at_eos=False)
+        assert res.tokens == ref, f"k={k}, prompt {prompt[:8]}..."
+
+
+def test_pass_counts_and_acceptance_are_consistent(models, prompts):
+    target, draft = models
+    res = speculative_generate(target, draft, prompts[0], 60, k=4, stop_at_eos=False)
+    steps = len(res.accepted_per_step)
+    assert len(res.tokens) == 60 == sum(res.accepted_per_step) + steps    # each step: accepted drafts + 1
+    assert res.target_passes == 1 + steps                                  # the prefill, then one per step
+    assert res.draft_passes == 1 + sum(res.proposed_per_step)             # the draft's prefill too
+    assert all(0 <= a <= p <= 4 for a, p in zip(res.accepted_per_step, res.proposed_per_step))
+    assert res.acceptance_rate == pytest.approx(sum(res.accepted_per_step) / sum(res.proposed_per_step))
+    assert res.tokens_per_target_pass == pytest.approx(60 / res.target_passes)
+    assert res.acceptance_rate > 0.2, "the trained draft should agree with the target on a fair share of bytes"
+    assert res.target_passes < 60                                           # fewer passes than plain decoding
+
+
+def test_draft_equal_to_target_accepts_everything(models, prompts):
+    """q == p exactly only if the draft's cache (catch-up after a bonus token, rollback) is right."""
+    target, _ = models
+    n, k = 40, 4
+    res = speculative_generate(target, target, prompts[1], n, k=k, params=SamplingParams(temperature=1.0),
+                               seed=5, stop_at_eos=False)
+    assert res.acceptance_rate > 0.99
+    assert res.target_passes == 1 + math.ceil(n / (k + 1))
+
+
+def test_stops_at_max_new_tokens_and_at_eos(models, prompts):
+    target, draft = models
+    for n in (0, 1, 2, 7):
+        assert len(speculative_generate(target, draft, prompts[2], n, k=5, stop_at_eos=False).tokens) == n
+    eos_target = TinyLlama(DRAFT_CONFIG, seed=0).eval()
+    eos_target.lm_head = AlwaysEOS()                     # a target that always says EOS
+    assert speculative_generate(eos_target, draft, prompts[2], 20, k=3).tokens == [EOS]
+    assert len(speculative_generate(eos_target, draft, prompts[2], 20, k=3, stop_at_eos=False).tokens) == 20
+
+
+class AlwaysEOS(torch.nn.Module):
+    def forward(self, hidden):
+        logits = torch.zeros(*hidden.shape[:-1], 259)
+        logits[..., EOS] = 10.0
+        return logits
+
+
+def test_bad_arguments_are_clear_errors(models):
+    target, draft = models
+    with pytest.raises(ValueError, match="empty"):
+        speculative_generate(target, draft, [], 5)
+    with pytest.raises(ValueError, match="k .* must be >= 1"):
+        speculative_generate(target, draft, [257], 5, k=0)
+    with pytest.raises(ValueError, match="max_seq_len"):
+        speculative_generate(target, draft, [257] * 500, 20, k=4)
+
+
+class BigramModel(torch.nn.Module):
+    """A stand-in 'model' whose next-token law depends on the last token only (logits = log trans[token]), with the
+    TinyLlama interface speculative_generate uses (config, hidden, lm_head): cheap, and its exact law is known."""
+
+    def __init__(self, trans: np.ndarray):
+        super().__init__()
+        vocab = trans.shape[0]
+        self.config = TinyConfig(vocab_size=vocab, dim=vocab, n_layers=1, n_heads=1, n_kv_heads=1, head_dim=2,
+                                 ffn_dim=1, max_seq_len=64)
+        self.lm_head = torch.nn.Linear(vocab, vocab, bias=False)
+        with torch.no_grad():
+            self.lm_head.weight.copy_(torch.from_numpy(np.log(trans).T.copy()))
+
+    def hidden(self, tokens, positions=None, cache=None, seq_ids=None):
+        return torch.nn.functional.one_hot(tokens, self.config.vocab_size).to(torch.float32)
+
+
+def test_sampled_generation_follows_the_target_law():
+    """The whole loop (drafting, one verification pass, rollback, the draft catching up after a bonus token) at
+    T = 1 gives the target's joint law of 3 tokens: checked on bigram stand-ins (V = 3, 27 cells) within the BHC
+    bound at DELTA. (Its power: with the accept rule swapped for `residual_from_p` the same run gives L1 0.42
+    against a bound of 0.23; the numpy checks above run such wrong rules themselves.)"""
+    n, vocab = 1200, 3
+    gen = np.random.default_rng(9)
+    p_trans = random_dists(gen, vocab, vocab, alpha=1.0)
+    q_trans = random_dists(gen, vocab, vocab, alpha=1.0)
+    target, draft = BigramModel(p_trans), BigramModel(q_trans)
+    joint = np.einsum("a,ab,bc->abc", p_trans[1], p_trans, p_trans)
+    counts = np.zeros_like(joint)
+    accepted = proposed = 0
+    for seed in range(n):
+        res = speculative_generate(target, draft, [0, 1], 3, k=2, params=SamplingParams(temperature=1.0),
+                                   seed=seed, stop_at_eos=False)
+        counts[tuple(res.tokens)] += 1
+        accepted += sum(res.accepted_per_step)
+        proposed += sum(res.proposed_per_step)
+    assert float(np.abs(counts / n - joint).sum()) < l1_bound(joint.size, n)
+    assert 0 < accepted < proposed, "the run should mix acceptances and rejections"

@@ -24,9 +24,17 @@ How the real systems name this (checked against their documentation):
 
 from __future__ import annotations
 
+import time
+from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
+import torch
+
+from .kv_cache import ContiguousKVCache
+from .model import TinyLlama
+from .sampling import SamplingParams, processed_probs
+from .tokenizer import EOS
 
 __all__ = [
     "speculative_accept",
@@ -107,3 +115,175 @@ def acceptance_probability(target_probs, draft_probs) -> np.ndarray:
 def expected_accepted(betas: Sequence[float]) -> float:
     """E[accepted drafts per step] = sum_{i=1..k} prod_{j<=i} beta_j, for independent per-position acceptance."""
     return float(np.cumprod(np.asarray(betas, dtype=np.float64)).sum())
+
+
+def draw_token(probs: np.ndarray, rng: np.random.Generator) -> int:
+    """One token drawn from `probs` [V] (normalized in float64) with `rng.choice`."""
+    probs = np.asarray(probs, dtype=np.float64)
+    return int(rng.choice(len(probs), p=probs / probs.sum()))
+
+
+class IncrementalModel:
+    """One sequence run through a model with its own `ContiguousKVCache`: feed new tokens, count passes, roll back.
+
+    `length` is how many positions (0..length-1) hold this sequence's K/V. `feed` writes the next tokens there in ONE
+    forward pass; `rollback(n)` forgets positions >= n (rejected drafts): their slots keep stale K/V, which no query
+    reads (a query attends only to positions <= its own, and the next `feed` rewrites positions n, n+1, ... before
+    its queries attend), and the next feed overwrites them.
+    """
+
+    def __init__(self, model: TinyLlama, max_len: int, seq_id: int = 0):
+        self.model = model
+        self.cache = ContiguousKVCache(model.config, max_seqs=1, max_len=max_len)
+        self.seq_id = seq_id
+        self.length = 0
+        self.passes = 0
+
+    @torch.inference_mode()
+    def feed(self, tokens: Sequence[int]) -> torch.Tensor:
+        """Run tokens at positions length.. in one forward pass; -> final hidden states [T, dim] (after the norm)."""
+        if len(tokens) == 0:
+            raise ValueError("feed needs at least one token")
+        ids = torch.tensor([list(tokens)], dtype=torch.long)
+        positions = torch.arange(self.length, self.length + len(tokens))[None]
+        hidden = self.model.hidden(ids, positions, self.cache, [self.seq_id])[0]
+        self.length += len(tokens)
+        self.passes += 1
+        return hidden
+
+    @torch.inference_mode()
+    def logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """The model's next-token logits (float32) for hidden states [..., dim] returned by `feed`."""
+        return self.model.lm_head(hidden).to(torch.float32)
+
+    def rollback(self, length: int) -> None:
+        """Keep positions 0..length-1 only (drop the K/V of rejected drafts)."""
+        if not 0 <= length <= self.length:
+            raise ValueError(f"rollback to {length} is outside 0..{self.length} (the positions stored)")
+        self.length = length
+        self.cache.lengths[self.seq_id] = length
+
+
+@dataclass
+class SpecResult:
+    """A speculative generation: new tokens, forward passes of each model, drafts accepted per step, wall time."""
+
+    tokens: list[int]
+    target_passes: int
+    draft_passes: int
+    accepted_per_step: list[int]
+    proposed_per_step: list[int]
+    acceptance_rate: float
+    seconds: float
+
+    @property
+    def tokens_per_target_pass(self) -> float:
+        """Generated tokens per target forward pass (the prefill pass included): 1 for plain decoding."""
+        return len(self.tokens) / max(1, self.target_passes)
+
+
+def check_generation_args(models: Sequence[TinyLlama], prompt_ids: Sequence[int], max_new_tokens: int,
+                          k: int) -> None:
+    """ValueError unless the prompt is non-empty, max_new_tokens >= 0, k >= 1, and everything fits the context."""
+    if len(prompt_ids) == 0:
+        raise ValueError("prompt_ids is empty: start it with BOS (ByteTokenizer().encode(text) does)")
+    if max_new_tokens < 0:
+        raise ValueError(f"max_new_tokens must be >= 0, got {max_new_tokens}")
+    if k < 1:
+        raise ValueError(f"k (draft tokens per step) must be >= 1, got {k}")
+    limit = min(m.config.max_seq_len for m in models)
+    if len(prompt_ids) + max_new_tokens + k > limit:
+        raise ValueError(f"prompt ({len(prompt_ids)}) + max_new_tokens ({max_new_tokens}) + k ({k}) exceeds the "
+                         f"models' max_seq_len {limit}: shorten the prompt or generate fewer tokens")
+
+
+def speculative_generate(target: TinyLlama, draft: TinyLlama, prompt_ids: Sequence[int], max_new_tokens: int,
+                         k: int = 4, params: SamplingParams = SamplingParams(), seed: int = 0, *,
+                         stop_at_eos: bool = True) -> SpecResult:
+    """Generate with the draft proposing k tokens a step and the target verifying them in ONE pass.
+
+    Both models keep a KV cache holding every committed token but the last. A step: the draft runs k passes
+    (the first also catches it up on a bonus token it never saw), sampling x_i from its processed distribution
+    q_i (`processed_probs`, the same temperature/top-k/top-p as the target); the target runs ONE pass over
+    [last committed token, x_1..x_k], giving p_1..p_{k+1}; `speculative_accept` keeps a prefix and emits one more;
+    both caches roll back past the rejected drafts. The output has the law of sampling the target with `params`;
+    at temperature 0 it equals the target's greedy generation token for token. One numpy Generator (seeded with
+    `seed`) draws the drafts and runs the accept rule. Near the end k shrinks so no more than max_new_tokens come.
+    """
+    check_generation_args((target, draft), prompt_ids, max_new_tokens, k)
+    rng = np.random.default_rng(seed)
+    start = time.perf_counter()
+    prompt = [int(t) for t in prompt_ids]
+    max_len = len(prompt) + max_new_tokens + k
+    tgt, drf = IncrementalModel(target, max_len), IncrementalModel(draft, max_len)
+    if len(prompt) > 1:                          # prefill: every prompt token but the last (fed with the drafts)
+        tgt.feed(prompt[:-1])
+        drf.feed(prompt[:-1])
+    seq, out, accepted, proposed = list(prompt), [], [], []
+    while len(out) < max_new_tokens:
+        kk = min(k, max_new_tokens - len(out) - 1)
+        drafts, q_rows, pending = [], [], seq[drf.length:]
+        for _ in range(kk):
+            q = processed_probs(drf.logits(drf.feed(pending)[-1]), params).double().numpy()
+            drafts.append(draw_token(q, rng))
+            q_rows.append(q)
+            pending = drafts[-1:]
+        hidden = tgt.feed(seq[tgt.length:] + drafts)
+        p = processed_probs(tgt.logits(hidden), params).double().numpy()
+        emitted = speculative_accept(drafts, np.array(q_rows) if q_rows else np.zeros((0, p.shape[1])), p, rng)
+        n_acc = len(emitted) - 1
+        tgt.rollback(len(seq) + n_acc)
+        drf.rollback(min(drf.length, len(seq) + n_acc))
+        accepted.append(n_acc)
+        proposed.append(kk)
+        seq += emitted
+        out += emitted
+        if stop_at_eos and EOS in emitted:
+            out = out[: out.index(EOS) + 1]
+            break
+    return SpecResult(tokens=out, target_passes=tgt.passes, draft_passes=drf.passes, accepted_per_step=accepted,
+                      proposed_per_step=proposed, acceptance_rate=sum(accepted) / max(1, sum(proposed)),
+                      seconds=time.perf_counter() - start)
+
+
+def compare_with_plain(target: TinyLlama, draft: TinyLlama, prompts: Sequence[Sequence[int]], max_new_tokens: int,
+                       k: int = 4, params: SamplingParams = SamplingParams(), seed: int = 0,
+                       repeats: int = 3) -> dict:
+    """Speculative vs plain cached generation of the target, measured side by side (interleaved, best of
+    `repeats` each) on the same prompts: target passes, acceptance, tokens per target pass, wall time, and (at
+    temperature 0) whether the outputs are identical. The plain side is `infopt.llm.generate.generate`."""
+    from .generate import generate
+    if repeats < 1:
+        raise ValueError(f"repeats must be >= 1, got {repeats}")
+    plain_s, spec_s = [0.0] * len(prompts), [0.0] * len(prompts)
+    plain_res, spec_res = [None] * len(prompts), [None] * len(prompts)
+    for _ in range(repeats):
+        for i, prompt in enumerate(prompts):
+            g = generate(target, list(prompt), max_new_tokens, params, cache="contiguous", seed=seed + i)
+            s = speculative_generate(target, draft, prompt, max_new_tokens, k, params, seed + i)
+            plain_s[i] = g.seconds if plain_res[i] is None else min(plain_s[i], g.seconds)
+            spec_s[i] = s.seconds if spec_res[i] is None else min(spec_s[i], s.seconds)
+            plain_res[i], spec_res[i] = g, s
+    plain_passes = sum(g.forward_passes for g in plain_res)
+    target_passes = sum(s.target_passes for s in spec_res)
+    tokens = sum(len(s.tokens) for s in spec_res)
+    accepted = sum(sum(s.accepted_per_step) for s in spec_res)
+    proposed = sum(sum(s.proposed_per_step) for s in spec_res)
+    return {
+        "k": k,
+        "temperature": params.temperature,
+        "prompts": len(prompts),
+        "tokens": tokens,
+        "plain_target_passes": plain_passes,
+        "spec_target_passes": target_passes,
+        "spec_draft_passes": sum(s.draft_passes for s in spec_res),
+        "target_pass_reduction": plain_passes / max(1, target_passes),
+        "acceptance_rate": accepted / max(1, proposed),
+        "mean_accepted_per_step": accepted / max(1, sum(len(s.accepted_per_step) for s in spec_res)),
+        "tokens_per_target_pass": tokens / max(1, target_passes),
+        "plain_seconds": sum(plain_s),
+        "spec_seconds": sum(spec_s),
+        "wall_speedup": sum(plain_s) / max(1e-12, sum(spec_s)),
+        "identical_outputs": (all(g.tokens == s.tokens for g, s in zip(plain_res, spec_res))
+                              if params.temperature == 0 else None),
+    }
