@@ -112,7 +112,8 @@ def bench_policies(model, trace, num_blocks: int, max_batch: int, scarce_blocks:
     reference = whole.outputs()
     runs = {
         "whole_prefill": whole,
-        f"chunked_prefill_{budget}": ContinuousEngine(model, num_blocks, BLOCK, max_batch, token_budget=budget).run(trace),
+        f"chunked_prefill_{budget}": ContinuousEngine(model, num_blocks, BLOCK, max_batch,
+                                                     token_budget=budget).run(trace),
         f"recompute_{scarce_blocks}_blocks": ContinuousEngine(model, scarce_blocks, BLOCK, max_batch,
                                                              preemption="recompute").run(trace),
         f"swap_{scarce_blocks}_blocks": ContinuousEngine(model, scarce_blocks, BLOCK, max_batch,

@@ -120,8 +120,10 @@ def test_random_plans_keep_every_invariant(seed):
     rng = np.random.default_rng(seed)
     bs = int(rng.integers(1, 6))
     ids = rng.permutation(40).tolist()
-    running = [SeqView(ids.pop(), float(rng.integers(0, 6)), int(rng.integers(1, 20))) for _ in range(rng.integers(0, 8))]
-    waiting = [SeqView(ids.pop(), float(rng.integers(0, 6)), int(rng.integers(1, 20))) for _ in range(rng.integers(0, 8))]
+    def some() -> list[SeqView]:
+        return [SeqView(ids.pop(), float(rng.integers(0, 6)), int(rng.integers(1, 20))) for _ in range(rng.integers(0, 8))]
+
+    running, waiting = some(), some()
     free, max_batch = int(rng.integers(0, 8)), int(rng.integers(1, 10))
     plan = schedule_step(waiting, running, free, bs, max_batch)
 

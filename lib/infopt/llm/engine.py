@@ -24,7 +24,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from .paged_blocks import num_blocks_for
-from .run_stats import CostModel, RequestStats, RunStats, StepLog
+# fit_cost_model is not used here: it is imported so the notebook can take the engine and its fit from one place
+from .run_stats import CostModel, RequestStats, RunStats, StepLog, fit_cost_model  # noqa: F401
 from .scheduler import SeqView, schedule_step
 from .traces import Request
 
@@ -85,6 +86,7 @@ class _EngineBase:
 
     # ----- the cache, as the scheduler counts it
     def free_blocks(self) -> int:
+        """Blocks of the pool no sequence holds."""
         return self.num_blocks - self.cache.blocks_used
 
     # ----- model work

@@ -54,7 +54,8 @@ def poisson_trace(n: int, rate_per_s: float, seed: int = 0, prompt_len: tuple[in
     o_lo, o_hi = _check_range("output_len", output_len, 1)
     corpus = _corpus_ids(text)
     if len(corpus) < p_hi:
-        raise ValueError(f"the text has {len(corpus)} bytes, fewer than the longest prompt ({p_hi}); pass a longer text")
+        raise ValueError(f"the text has {len(corpus)} bytes, fewer than the longest prompt ({p_hi}); "
+                         "pass a longer text")
     rng = np.random.default_rng(seed)
     gaps = np.zeros(n) if np.isinf(rate_per_s) else rng.exponential(1.0 / rate_per_s, n)
     arrivals = np.cumsum(gaps)
