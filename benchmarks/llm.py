@@ -6,9 +6,10 @@ Rows (issue 18's targets beside them):
 - paged vs contiguous waste on the mixed workload's lengths (real caches; contiguous reserves the model's maximum
   length, max_seq_len, per sequence; also shown against the workload's maximum length; target < 5%);
 - continuous vs static batching throughput at equal p99 latency: both swept over their batch limit on the same
-  Poisson trace and the same KV pool; matched as: static's best-throughput point sets the p99 end-to-end latency
-  budget, and the continuous point with the highest throughput whose p99 is within that budget is compared with
-  it (target >= 2x); chunked prefill and preemption (recompute, swap) on the same trace;
+  Poisson trace and the same KV pool (best of 2 interleaved rounds per point); matched as: static's
+  best-throughput point sets the p99 end-to-end latency budget, and the continuous point with the highest
+  throughput whose p99 is within that budget is compared with it (target >= 2x); chunked prefill and
+  preemption (recompute, swap) on the same trace;
 - speculative decoding (draft k=4, greedy): target passes vs plain decoding (target >= 1.5x fewer);
 - our continuous engine vs Hugging Face ``generate`` (static batch, left padding, same model, workload and memory:
   HF's batch is the largest whose full-length KV fits our pool; target >= 2x);
@@ -77,17 +78,22 @@ def _row(st) -> dict:
     return {k: round(v, 5) for k, v in st.summary().items()}
 
 
-def bench_batching(model, trace, num_blocks: int, limits: list[int]) -> dict:
-    """Static and continuous engines swept over their batch limit, interleaved, on the same trace and pool."""
+def bench_batching(model, trace, num_blocks: int, limits: list[int], repeats: int) -> dict:
+    """Static and continuous engines swept over their batch limit on the same trace and pool, interleaved
+    (every limit of both in each round); per configuration the round with the shortest makespan is kept (its
+    throughput and its p99 together), which filters out rounds slowed by other tenants of the machine."""
     from infopt.llm.engine import ContinuousEngine, StaticEngine
 
     static, cont, outputs = {}, {}, {}
-    for b in limits:
-        st = StaticEngine(model, num_blocks, BLOCK, batch_size=b).run(trace)
-        static[b] = st
-        ct = ContinuousEngine(model, num_blocks, BLOCK, max_batch=b).run(trace)
-        cont[b] = ct
-        outputs[b] = st.outputs() == ct.outputs()
+    for _ in range(repeats):
+        for b in limits:
+            st = StaticEngine(model, num_blocks, BLOCK, batch_size=b).run(trace)
+            ct = ContinuousEngine(model, num_blocks, BLOCK, max_batch=b).run(trace)
+            if b not in static or st.makespan_s < static[b].makespan_s:
+                static[b] = st
+            if b not in cont or ct.makespan_s < cont[b].makespan_s:
+                cont[b] = ct
+            outputs[b] = outputs.get(b, True) and st.outputs() == ct.outputs()
     best_s = max(static, key=lambda b: static[b].throughput)
     budget = static[best_s].percentile("latency", 99)
     within = [b for b in cont if cont[b].percentile("latency", 99) <= budget]
@@ -195,12 +201,12 @@ def main() -> None:
     prompt_len, output_len = (16, 96), (8, 96)
     trace = poisson_trace(n, rate, seed=0, prompt_len=prompt_len, output_len=output_len)
     num_blocks = 256          # 4096 token slots: the KV pool every engine gets
-    limits = [4, 16] if q else [4, 8, 16, 32]
+    limits = [4, 16] if q else [8, 16, 32]
     prompt = ByteTokenizer().encode("import os\nimport sys\n\n\ndef main(")
 
     kv = bench_kv_cache(model, prompt, repeats=1 if q else 2, new_tokens=64 if q else 256)
     waste = bench_waste(model, trace, prompt_len[1] + output_len[1])
-    batching = bench_batching(model, trace, num_blocks, limits)
+    batching = bench_batching(model, trace, num_blocks, limits, repeats=1 if q else 2)
     mb = batching["continuous_matched_batch"]
     ours = batching["runs"]["continuous"][mb]
     policies = bench_policies(model, trace, num_blocks, mb, scarce_blocks=48, budget=64, whole=ours)
