@@ -185,7 +185,7 @@ def markov_spec_sample(rule, p_trans, q_trans, start, length, k, rng, gen):
 
 def test_whole_generation_follows_the_target_joint_distribution():
     """Chained steps (accept, rollback, re-draft) give the target chain's joint law of 3 tokens (V^3 = 64 cells)."""
-    vocab, length, k, n = 4, 3, 2, 5000
+    vocab, length, k, n = 4, 3, 2, 4000
     gen = np.random.default_rng(2)
     p_trans = random_dists(gen, vocab, vocab, alpha=1.0)
     q_trans = random_dists(gen, vocab, vocab, alpha=1.0)
@@ -369,6 +369,75 @@ def test_sampled_generation_follows_the_target_law():
     for seed in range(n):
         res = speculative_generate(target, draft, [0, 1], 3, k=2, params=SamplingParams(temperature=1.0),
                                    seed=seed, stop_at_eos=False)
+        counts[tuple(res.tokens)] += 1
+        accepted += sum(res.accepted_per_step)
+        proposed += sum(res.proposed_per_step)
+    assert float(np.abs(counts / n - joint).sum()) < l1_bound(joint.size, n)
+    assert 0 < accepted < proposed, "the run should mix acceptances and rejections"
+
+
+# ---------------------------------------------------------------- multi-token prediction (self-speculation)
+
+from infopt.llm.mtp import (MTPHead, compare_mtp_with_plain, load_mtp_head,  # noqa: E402
+                            self_speculative_generate, train_mtp_head)
+
+
+def test_self_speculation_greedy_equals_the_targets_greedy_even_with_an_untrained_head(models, prompts,
+                                                                                        greedy_refs):
+    target, _ = models
+    untrained = MTPHead(target.config, seed=1).eval()
+    for prompt, ref in zip(prompts, greedy_refs):
+        res = self_speculative_generate(target, untrained, prompt, 40, stop_at_eos=False)
+        assert res.tokens == ref
+        steps = len(res.accepted_per_step)
+        assert res.target_passes == 1 + steps and len(res.tokens) == 1 + steps + sum(res.accepted_per_step)
+        assert res.draft_passes == sum(res.proposed_per_step)
+        assert res.acceptance_rate < 0.2, "an untrained head should rarely guess the token after next"
+
+
+def test_the_shipped_head_is_accepted_far_more_often(models, prompts):
+    target, _ = models
+    head = load_mtp_head(target)
+    res = compare_mtp_with_plain(target, head, prompts, 40, repeats=1)
+    assert res["identical_outputs"] is True
+    assert res["acceptance_rate"] > 0.3 and res["target_pass_reduction"] > 1.2
+    assert res["target_pass_reduction"] <= 40 / 21 + 1e-9       # at most 2 tokens per pass after the prefill
+    with pytest.raises(ValueError, match="other target weights"):
+        load_mtp_head(TinyLlama(TARGET_CONFIG, seed=7))
+
+
+def test_training_lowers_the_loss_of_the_token_after_next(models):
+    target, _ = models
+    _, report = train_mtp_head(target, steps=25, windows=8, batch=256, val_windows=4)
+    assert report["loss_last10"] < report["loss_first10"] - 0.3
+    assert 0.0 <= report["val_top1"] <= 1.0
+
+
+class BigramWithEmbedding(BigramModel):
+    """The bigram stand-in with the embedding an MTP head reads."""
+
+    def __init__(self, trans: np.ndarray):
+        super().__init__(trans)
+        self.embed_tokens = torch.nn.Embedding(trans.shape[0], trans.shape[0])
+
+
+def test_self_speculative_sampling_follows_the_target_law():
+    """At T = 1 the tokens of self-speculation (head guess verified, bonus, or residual draw) have the target's
+    joint law of 3 tokens: bigram stand-in, V = 3, BHC bound at DELTA."""
+    n, vocab = 1200, 3
+    gen = np.random.default_rng(9)
+    p_trans = random_dists(gen, vocab, vocab, alpha=1.0)
+    target = BigramWithEmbedding(p_trans)
+    head = MTPHead(target.config, seed=2).eval()
+    with torch.no_grad():
+        for param in head.parameters():
+            param.mul_(40.0)                     # a head whose guesses are confident and often wrong
+    joint = np.einsum("a,ab,bc->abc", p_trans[1], p_trans, p_trans)
+    counts = np.zeros_like(joint)
+    accepted = proposed = 0
+    for seed in range(n):
+        res = self_speculative_generate(target, head, [0, 1], 3, SamplingParams(temperature=1.0), seed,
+                                        stop_at_eos=False)
         counts[tuple(res.tokens)] += 1
         accepted += sum(res.accepted_per_step)
         proposed += sum(res.proposed_per_step)

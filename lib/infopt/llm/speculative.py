@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import torch
@@ -44,6 +44,9 @@ __all__ = [
     "SpecResult",
     "speculative_generate",
     "compare_with_plain",
+    "compare_runs",
+    "draw_token",
+    "check_generation_args",
 ]
 
 
@@ -249,28 +252,38 @@ def speculative_generate(target: TinyLlama, draft: TinyLlama, prompt_ids: Sequen
 def compare_with_plain(target: TinyLlama, draft: TinyLlama, prompts: Sequence[Sequence[int]], max_new_tokens: int,
                        k: int = 4, params: SamplingParams = SamplingParams(), seed: int = 0,
                        repeats: int = 3) -> dict:
-    """Speculative vs plain cached generation of the target, measured side by side (interleaved, best of
-    `repeats` each) on the same prompts: target passes, acceptance, tokens per target pass, wall time, and (at
-    temperature 0) whether the outputs are identical. The plain side is `infopt.llm.generate.generate`."""
+    """`speculative_generate` with this draft and k vs plain cached generation, side by side (`compare_runs`)."""
+    def run(prompt: Sequence[int], run_seed: int) -> SpecResult:
+        return speculative_generate(target, draft, prompt, max_new_tokens, k, params, run_seed)
+
+    return {"k": k, **compare_runs(target, run, prompts, max_new_tokens, params, seed, repeats)}
+
+
+def compare_runs(target: TinyLlama, speculate: Callable[[Sequence[int], int], SpecResult],
+                 prompts: Sequence[Sequence[int]], max_new_tokens: int, params: SamplingParams = SamplingParams(),
+                 seed: int = 0, repeats: int = 3) -> dict:
+    """A speculative method `speculate(prompt, seed) -> SpecResult` vs plain cached generation of the target
+    (`infopt.llm.generate.generate`), measured side by side on the same prompts (interleaved, best of `repeats`
+    each): target passes, acceptance, tokens per target pass, wall time, and at temperature 0 whether the
+    outputs are identical (they must be)."""
     from .generate import generate
     if repeats < 1:
         raise ValueError(f"repeats must be >= 1, got {repeats}")
-    plain_s, spec_s = [0.0] * len(prompts), [0.0] * len(prompts)
-    plain_res, spec_res = [None] * len(prompts), [None] * len(prompts)
+    plain_s, spec_s = [float("inf")] * len(prompts), [float("inf")] * len(prompts)
+    plain_res: list = [None] * len(prompts)
+    spec_res: list = [None] * len(prompts)
     for _ in range(repeats):
         for i, prompt in enumerate(prompts):
-            g = generate(target, list(prompt), max_new_tokens, params, cache="contiguous", seed=seed + i)
-            s = speculative_generate(target, draft, prompt, max_new_tokens, k, params, seed + i)
-            plain_s[i] = g.seconds if plain_res[i] is None else min(plain_s[i], g.seconds)
-            spec_s[i] = s.seconds if spec_res[i] is None else min(spec_s[i], s.seconds)
-            plain_res[i], spec_res[i] = g, s
+            plain_res[i] = generate(target, list(prompt), max_new_tokens, params, cache="contiguous", seed=seed + i)
+            spec_res[i] = speculate(prompt, seed + i)
+            plain_s[i] = min(plain_s[i], plain_res[i].seconds)
+            spec_s[i] = min(spec_s[i], spec_res[i].seconds)
     plain_passes = sum(g.forward_passes for g in plain_res)
     target_passes = sum(s.target_passes for s in spec_res)
     tokens = sum(len(s.tokens) for s in spec_res)
     accepted = sum(sum(s.accepted_per_step) for s in spec_res)
     proposed = sum(sum(s.proposed_per_step) for s in spec_res)
     return {
-        "k": k,
         "temperature": params.temperature,
         "prompts": len(prompts),
         "tokens": tokens,
