@@ -6,9 +6,10 @@ predicts token t+1) and the embedding of token t+1 it predicts token t+2:
     logits = lm_head(norm(z + MLP(norm(z)))),  z = W [hnorm(h_t); enorm(embed(x_{t+1}))]
 with the target's own (frozen, shared) embedding and lm_head, as DeepSeek-V3 shares them. DeepSeek's module has a
 full transformer block (attention with its own KV cache); ours is a SwiGLU MLP block only, so it needs no cache: h_t
-already summarises the context. `python -m infopt.llm.mtp` trains it with the target frozen (about 20 s on 2 cores)
-and writes data/mtp.npz. `self_speculative_generate` uses it: each target pass verifies the head's guess made from
-the previous pass's features and yields 1 or 2 tokens, the output law staying exactly the target's
+already summarises the context. `python -m infopt.llm.mtp` trains it with the target frozen (300 AdamW steps;
+22 s to 41 s on one thread of this shared 2-core machine, measured) and writes data/mtp.npz.
+`self_speculative_generate` uses it: each target pass verifies the head's guess made from the previous pass's
+features and yields 1 or 2 tokens, the output law staying exactly the target's
 (`infopt.llm.speculative.speculative_accept`, k = 1).
 
 EAGLE, against this: EAGLE (Li et al. 2024) also drafts from the target's features, but AUTOREGRESSIVELY at the
@@ -21,8 +22,8 @@ and high layers' features. MTP heads are trained with the model (DeepSeek-V3 tra
 extra loss, one module per extra depth) and chained sequentially per depth; ours, like EAGLE's, is trained after
 the fact with the target frozen. vLLM serves these as speculative_config methods "mtp" (DeepSeek-V3's shipped MTP
 layers) and "eagle" / "eagle3"; TensorRT-LLM as MTPDecodingConfig(num_nextn_predict_layers=...) and
-Eagle3DecodingConfig; Hugging Face transformers has no MTP/EAGLE path in `generate` (its `assistant_model` is a
-separate draft model, as in `speculative_generate`).
+Eagle3DecodingConfig; Hugging Face transformers' `generate` drafts with a separate `assistant_model` (as
+`infopt.llm.speculative.speculative_generate` does) or by prompt lookup (`prompt_lookup_num_tokens`).
 """
 
 from __future__ import annotations
@@ -235,7 +236,7 @@ def main(argv: list[str] | None = None) -> dict:
     """Train the MTP head on the shipped target, write data/mtp.npz, print the losses and held-out accuracy."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=MTP_PATH)
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=1, help="1 is fastest on a shared, loaded machine")
     parser.add_argument("--steps", type=int, default=300)
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)

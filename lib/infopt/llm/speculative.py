@@ -169,7 +169,9 @@ class IncrementalModel:
 
 @dataclass
 class SpecResult:
-    """A speculative generation: new tokens, forward passes of each model, drafts accepted per step, wall time."""
+    """A speculative generation: the new tokens; forward passes of the target and of the drafter (prefill passes
+    included; for MTP, head evaluations); per verification step the drafts proposed and accepted; their ratio;
+    wall time."""
 
     tokens: list[int]
     target_passes: int
