@@ -334,6 +334,11 @@ def test_bad_arguments_are_clear_errors(models):
         speculative_generate(target, draft, [257], 5, k=0)
     with pytest.raises(ValueError, match="max_seq_len"):
         speculative_generate(target, draft, [257] * 500, 20, k=4)
+    with pytest.raises(ValueError, match="must lie in 0..258"):
+        speculative_generate(target, draft, [257, 300], 5)
+    small = TinyLlama(TinyConfig(vocab_size=10, dim=8, n_layers=1, n_heads=1, n_kv_heads=1, head_dim=8, ffn_dim=8))
+    with pytest.raises(ValueError, match="vocabularies differ"):
+        speculative_generate(target, small, [1, 2], 5)
 
 
 class BigramModel(torch.nn.Module):

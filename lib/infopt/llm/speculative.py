@@ -189,9 +189,16 @@ class SpecResult:
 
 def check_generation_args(models: Sequence[TinyLlama], prompt_ids: Sequence[int], max_new_tokens: int,
                           k: int) -> None:
-    """ValueError unless the prompt is non-empty, max_new_tokens >= 0, k >= 1, and everything fits the context."""
+    """ValueError unless the models share a vocabulary, the prompt is non-empty and in it, max_new_tokens >= 0,
+    k >= 1, and everything fits the context."""
+    vocabs = {m.config.vocab_size for m in models}
+    if len(vocabs) != 1:
+        raise ValueError(f"the models' vocabularies differ ({sorted(vocabs)}): draft and target must share one")
     if len(prompt_ids) == 0:
         raise ValueError("prompt_ids is empty: start it with BOS (ByteTokenizer().encode(text) does)")
+    vocab = vocabs.pop()
+    if not all(0 <= int(t) < vocab for t in prompt_ids):
+        raise ValueError(f"prompt ids must lie in 0..{vocab - 1}")
     if max_new_tokens < 0:
         raise ValueError(f"max_new_tokens must be >= 0, got {max_new_tokens}")
     if k < 1:
