@@ -79,19 +79,25 @@ class ContiguousKVCache:
         """Store k, v [B, Hkv, T, D] at `positions` [B, T] in each sequence's slot, then attend q [B, Hq, T, D] to
         that slot's tokens at positions <= each query's (positions must fill 0, 1, 2, ... in order)."""
         b, t = positions.shape
-        if int(positions.max()) >= self.max_len:
-            raise ValueError(f"position {int(positions.max())} does not fit: this cache holds max_len={self.max_len}")
-        slots = torch.tensor([self._slot(s) for s in seq_ids], device=q.device)
-        for i, s in enumerate(seq_ids):
-            slot = int(slots[i])
-            self.k[layer, slot][:, positions[i]] = k[i].to(self.dtype)     # the slot's [Hkv, max_len, D], in place
-            self.v[layer, slot][:, positions[i]] = v[i].to(self.dtype)
-            self.lengths[s] = max(self.lengths[s], int(positions[i].max()) + 1)
+        rows = positions.tolist()
+        top = max(max(row) for row in rows)
+        if top >= self.max_len:
+            raise ValueError(f"position {top} does not fit: this cache holds max_len={self.max_len}")
+        slots = [self._slot(s) for s in seq_ids]
+        for i, (s, slot, row) in enumerate(zip(seq_ids, slots, rows)):
+            # the slot's [Hkv, max_len, D], written in place: a slice when the positions run in order
+            where = slice(row[0], row[0] + t) if row == list(range(row[0], row[0] + t)) else positions[i]
+            self.k[layer, slot][:, where] = k[i].to(self.dtype)
+            self.v[layer, slot][:, where] = v[i].to(self.dtype)
+            self.lengths[s] = max(self.lengths[s], max(row) + 1)
         n = max(self.lengths[s] for s in seq_ids)
-        keys = self.k[layer, slots, :, :n].to(q.dtype)
-        values = self.v[layer, slots, :, :n].to(q.dtype)
+        if slots == list(range(slots[0], slots[0] + b)):          # neighbouring slots: a view, no copy
+            keys, values = self.k[layer, slots[0]:slots[0] + b, :, :n], self.v[layer, slots[0]:slots[0] + b, :, :n]
+        else:
+            index = torch.tensor(slots, device=self.k.device)
+            keys, values = self.k[layer, index, :, :n], self.v[layer, index, :, :n]
         mask = torch.arange(n, device=q.device)[None, None, :] <= positions[:, :, None]
-        return grouped_attention(q, keys, values, mask)
+        return grouped_attention(q, keys.to(q.dtype), values.to(q.dtype), mask)
 
     def free(self, seq_id: int) -> None:
         """Release a sequence's slot (its reserved memory stays reserved, for the next sequence)."""

@@ -7,6 +7,7 @@ q and k (after RoPE) and v, and the cache stores k, v and returns the attention 
 """
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Sequence
@@ -79,12 +80,17 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
     return weight * xf.to(x.dtype)
 
 
+@functools.lru_cache(maxsize=16)
+def _inv_freq(head_dim: int, theta: float) -> torch.Tensor:
+    """theta^(-2i/D) for i < D/2, computed as HF computes it (kept: every decode step needs it)."""
+    return 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.int64).to(torch.float32) / head_dim))
+
+
 def rope_cos_sin(positions: torch.Tensor, head_dim: int, theta: float) -> tuple[torch.Tensor, torch.Tensor]:
     """cos and sin [B, T, D] of RoPE's angles position * theta^(-2i/D), each frequency repeated for both halves."""
     if positions.ndim != 2:
         raise ValueError(f"positions must be [B, T], got shape {tuple(positions.shape)}")
-    inv_freq = 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.int64).to(torch.float32) / head_dim))
-    freqs = positions.to(torch.float32)[..., None] * inv_freq.to(positions.device)
+    freqs = positions.to(torch.float32)[..., None] * _inv_freq(head_dim, float(theta)).to(positions.device)
     emb = torch.cat((freqs, freqs), dim=-1)
     return emb.cos(), emb.sin()
 
@@ -202,9 +208,9 @@ class TinyLlama(nn.Module):
             positions = torch.arange(t, device=tokens.device).expand(b, t)
         if positions.shape != tokens.shape:
             raise ValueError(f"positions {tuple(positions.shape)} must have the tokens' shape {tuple(tokens.shape)}")
-        if t and (int(positions.max()) >= cfg.max_seq_len or int(positions.min()) < 0):
-            raise ValueError(f"positions must lie in 0..max_seq_len-1 = {cfg.max_seq_len - 1}, got "
-                             f"{int(positions.min())}..{int(positions.max())}")
+        lo, hi = (int(p) for p in torch.aminmax(positions)) if t else (0, 0)
+        if hi >= cfg.max_seq_len or lo < 0:
+            raise ValueError(f"positions must lie in 0..max_seq_len-1 = {cfg.max_seq_len - 1}, got {lo}..{hi}")
         if cache is not None:
             seq_ids = list(range(b)) if seq_ids is None else list(seq_ids)
             if len(seq_ids) != b:
@@ -214,19 +220,22 @@ class TinyLlama(nn.Module):
             mask = positions[:, :, None] >= positions[:, None, :]
         cos, sin = rope_cos_sin(positions, cfg.head_dim, cfg.rope_theta)
         x = self.embed_tokens(tokens)
-        for i, layer in enumerate(self.layers):
-            h = layer.input_layernorm(x)
-            att = layer.self_attn
-            q = att.q_proj(h).view(b, t, cfg.n_heads, cfg.head_dim).transpose(1, 2)
-            k = att.k_proj(h).view(b, t, cfg.n_kv_heads, cfg.head_dim).transpose(1, 2)
-            v = att.v_proj(h).view(b, t, cfg.n_kv_heads, cfg.head_dim).transpose(1, 2)
+        linear, eps = torch.nn.functional.linear, cfg.norm_eps
+        for i, layer in enumerate(self.layers):      # the modules' weights used directly: decode is overhead-bound
+            att, mlp = layer.self_attn, layer.mlp
+            h = rms_norm(x, layer.input_layernorm.weight, eps)
+            q = linear(h, att.q_proj.weight).view(b, t, cfg.n_heads, cfg.head_dim).transpose(1, 2)
+            k = linear(h, att.k_proj.weight).view(b, t, cfg.n_kv_heads, cfg.head_dim).transpose(1, 2)
+            v = linear(h, att.v_proj.weight).view(b, t, cfg.n_kv_heads, cfg.head_dim).transpose(1, 2)
             q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
             if cache is None:
                 a = grouped_attention(q, k, v, mask)
             else:
                 a = cache.attend(i, seq_ids, positions, q, k, v)
-            x = x + att.o_proj(a.transpose(1, 2).reshape(b, t, cfg.n_heads * cfg.head_dim))
-            x = x + layer.mlp(layer.post_attention_layernorm(x))
+            x = x + linear(a.transpose(1, 2).reshape(b, t, cfg.n_heads * cfg.head_dim), att.o_proj.weight)
+            h = rms_norm(x, layer.post_attention_layernorm.weight, eps)
+            x = x + linear(torch.nn.functional.silu(linear(h, mlp.gate_proj.weight)) * linear(h, mlp.up_proj.weight),
+                           mlp.down_proj.weight)
         return self.norm(x)
 
     def forward(self, tokens: torch.Tensor, positions: torch.Tensor | None = None, cache: KVCache | None = None,
