@@ -42,16 +42,14 @@ from torch import nn
 
 from .model import DATA_DIR, META_KEY, MLP, RMSNorm, TinyConfig, TinyLlama, load_model, save_weights
 from .sampling import SamplingParams, processed_probs
-from .speculative import (IncrementalModel, SpecResult, check_generation_args, compare_runs, draw_token,
-                          speculative_accept)
+from .speculative import (EVAL_PROMPTS, IncrementalModel, SpecResult, check_generation_args, compare_runs,
+                          draw_token, speculative_accept)
 from .tokenizer import BOS, EOS, ByteTokenizer
 
 __all__ = ["MTPHead", "mtp_training_data", "train_mtp_head", "save_mtp_head", "load_mtp_head",
-           "self_speculative_generate", "compare_mtp_with_plain", "target_digest", "EVAL_PROMPTS", "main"]
+           "self_speculative_generate", "compare_mtp_with_plain", "target_digest", "main"]
 
 MTP_PATH = DATA_DIR / "mtp.npz"
-# Prompts the acceptance is measured on (Python source, as the corpus; not cut from it).
-EVAL_PROMPTS = ("def __init__(self, ", "import os\nimport sys\n\n", "class Foo:\n    def ", "    return ")
 
 
 class MTPHead(nn.Module):
@@ -238,9 +236,18 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--out", type=Path, default=MTP_PATH)
     parser.add_argument("--threads", type=int, default=1, help="1 is fastest on a shared, loaded machine")
     parser.add_argument("--steps", type=int, default=300)
+    parser.add_argument("--measure", action="store_true",
+                        help="train nothing: measure the shipped head against plain decoding, greedy and at T=0.8")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     target = load_model("target")
+    if args.measure:
+        head, prompts, rows = load_mtp_head(target), [ByteTokenizer().encode(t) for t in EVAL_PROMPTS], []
+        for temperature in (0.0, 0.8):
+            rows.append(compare_mtp_with_plain(target, head, prompts, 96, SamplingParams(temperature=temperature),
+                                               repeats=2))
+            print(json.dumps({k: round(v, 3) if isinstance(v, float) else v for k, v in rows[-1].items()}))
+        return {"measured": rows}
     begin = time.perf_counter()
     head, report = train_mtp_head(target, steps=args.steps)
     seconds = time.perf_counter() - begin

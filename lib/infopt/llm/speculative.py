@@ -47,7 +47,12 @@ __all__ = [
     "compare_runs",
     "draw_token",
     "check_generation_args",
+    "EVAL_PROMPTS",
+    "main",
 ]
+
+# Prompts the figures are measured on (Python source, as the corpus; not cut from it).
+EVAL_PROMPTS = ("def __init__(self, ", "import os\nimport sys\n\n", "class Foo:\n    def ", "    return ")
 
 
 def _as_probs(name: str, probs, rows: int) -> np.ndarray:
@@ -309,3 +314,33 @@ def compare_runs(target: TinyLlama, speculate: Callable[[Sequence[int], int], Sp
         "identical_outputs": (all(g.tokens == s.tokens for g, s in zip(plain_res, spec_res))
                               if params.temperature == 0 else None),
     }
+
+
+def main(argv: list[str] | None = None) -> list[dict]:
+    """Print the draft-model comparison (`compare_with_plain`) for k = 2, 4, 6, greedy and at temperature 0.8."""
+    import argparse
+    import json
+
+    from .model import load_model
+    from .tokenizer import ByteTokenizer
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--tokens", type=int, default=96)
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=1)
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    target, draft = load_model("target"), load_model("draft")
+    prompts = [ByteTokenizer().encode(text) for text in EVAL_PROMPTS]
+    rows = []
+    for temperature in (0.0, 0.8):
+        for k in (2, 4, 6):
+            row = compare_with_plain(target, draft, prompts, args.tokens, k, SamplingParams(temperature=temperature),
+                                     repeats=args.repeats)
+            rows.append(row)
+            print(json.dumps({key: round(v, 3) if isinstance(v, float) else v for key, v in row.items()}))
+    return rows
+
+
+if __name__ == "__main__":
+    main()
