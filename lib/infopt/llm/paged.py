@@ -96,6 +96,17 @@ class SwappedSequence:
     num_tokens: int
 
 
+@dataclass(frozen=True)
+class _StepPlan:
+    """One forward's writes and reads, shared by its layers: flat slot rows of the new tokens (``[B * Hkv * T]``,
+    in k's ``[B, Hkv, T]`` order), of the tokens each row reads (``[B * Hkv * S]``), and the mask ``[B, T, S]``."""
+    key: tuple
+    write_index: torch.Tensor
+    read_index: torch.Tensor
+    mask: torch.Tensor
+    span: int
+
+
 class PagedKVCache:
     """A KV cache of `num_blocks` blocks of `block_size` tokens for a batch of sequences (the `KVCache` protocol of
     `infopt.llm.kv_cache`): each sequence has its own block table and length; prefill chunks and single-token
@@ -116,6 +127,7 @@ class PagedKVCache:
         self._lengths: dict[int, int] = {}
         self._swapped: dict[int, SwappedSequence] = {}
         self.copies_done = 0  # copy-on-write block copies performed so far
+        self._step: _StepPlan | None = None  # the current forward's plan; any change of the tables drops it
 
     # --- sequences -------------------------------------------------------------------------------------------
     @property
@@ -171,6 +183,7 @@ class PagedKVCache:
 
     def add_sequence(self, seq_id: int) -> None:
         """Start an empty sequence (no blocks until its first token)."""
+        self._step = None
         if seq_id in self._tables or seq_id in self._swapped:
             raise ValueError(f"sequence {seq_id} already exists: free({seq_id}) it first")
         self._tables[seq_id] = []
@@ -179,6 +192,7 @@ class PagedKVCache:
     def fork(self, parent: int, child: int) -> None:
         """A child sequence sharing all of the parent's blocks (parallel sampling, a shared system prompt); the
         first write into a shared block, by either of them, copies it."""
+        self._step = None
         self._resident(parent)
         if child in self._tables or child in self._swapped:
             raise ValueError(f"sequence {child} already exists: fork into a new id")
@@ -187,6 +201,7 @@ class PagedKVCache:
 
     def free(self, seq_id: int) -> None:
         """Forget a finished sequence: its references to its blocks are dropped (or its CPU copy, if swapped)."""
+        self._step = None
         if seq_id in self._swapped:
             del self._swapped[seq_id]
             return
@@ -195,6 +210,7 @@ class PagedKVCache:
 
     def truncate(self, seq_id: int, num_tokens: int) -> None:
         """Keep only a sequence's first `num_tokens` tokens (rejected speculative tokens); spare blocks are freed."""
+        self._step = None
         n = self._lengths[self._resident(seq_id)]
         if not isinstance(num_tokens, int) or not 0 <= num_tokens <= n:
             raise ValueError(f"sequence {seq_id} holds {n} tokens: truncate to 0..{n}, got {num_tokens!r}")
@@ -245,6 +261,7 @@ class PagedKVCache:
     def reserve(self, writes: Sequence[tuple[int, int, int]]) -> None:
         """Make tokens [start, stop) of each (seq_id, start, stop) writable: allocate blocks, do the copy-on-write
         copies (all layers). Raises OutOfBlocks, changing nothing, when the free blocks do not suffice."""
+        self._step = None
         if len({s for s, _, _ in writes}) != len(writes):
             raise ValueError(f"each sequence may appear once per call, got {[s for s, _, _ in writes]}")
         writes = [(s, checked_int(start, "start"), checked_int(stop, "stop")) for s, start, stop in writes]
@@ -284,46 +301,54 @@ class PagedKVCache:
             raise ValueError(f"expected positions [{batch}, {t}] and {batch} seq_ids, got positions "
                              f"{tuple(positions.shape)} and {len(seq_ids)} seq_ids")
         rows = positions.tolist()
-        for seq_id, row in zip(seq_ids, rows):
-            if row != list(range(row[0], row[0] + t)):
-                raise ValueError(f"positions of sequence {seq_id} must be consecutive, got {row}")
-        self.reserve([(s, row[0], row[0] + t) for s, row in zip(seq_ids, rows)])
+        key = (tuple(seq_ids), tuple(map(tuple, rows)))
+        if self._step is None or self._step.key != key:   # the first layer of a forward: plan the step once
+            for seq_id, row in zip(seq_ids, rows):
+                if row != list(range(row[0], row[0] + t)):
+                    raise ValueError(f"positions of sequence {seq_id} must be consecutive, got {row}")
+            self.reserve([(s, row[0], row[0] + t) for s, row in zip(seq_ids, rows)])
+            self._step = self._plan_step(key, seq_ids, rows, positions)
+        plan = self._step
 
-        device = self.k.device
-        pos = positions.to(device)
-        tables = [self._tables[s] for s in seq_ids]
-        blocks = torch.tensor([[tables[b][p // bs] for p in row] for b, row in enumerate(rows)], dtype=torch.long,
-                              device=device)
-        new_k = k.permute(0, 2, 1, 3).reshape(batch * t, cfg.n_kv_heads, cfg.head_dim).to(self.dtype)
-        new_v = v.permute(0, 2, 1, 3).reshape(batch * t, cfg.n_kv_heads, cfg.head_dim).to(self.dtype)
-        self.k[layer][blocks.flatten(), :, (pos % bs).flatten()] = new_k  # vLLM's reshape_and_cache
-        self.v[layer][blocks.flatten(), :, (pos % bs).flatten()] = new_v
+        # vLLM's reshape_and_cache: one index_copy per tensor writes every new token of every row
+        flat_k, flat_v = (store[layer].view(-1, cfg.head_dim) for store in (self.k, self.v))
+        flat_k.index_copy_(0, plan.write_index, k.reshape(-1, cfg.head_dim).to(self.dtype))
+        flat_v.index_copy_(0, plan.write_index, v.reshape(-1, cfg.head_dim).to(self.dtype))
+        shape = (batch, cfg.n_kv_heads, plan.span, cfg.head_dim)
+        keys = flat_k.index_select(0, plan.read_index).view(shape)
+        values = flat_v.index_select(0, plan.read_index).view(shape)
+        return grouped_attention(q, keys.to(q.dtype), values.to(q.dtype), plan.mask.to(q.device))
 
+    def _plan_step(self, key: tuple, seq_ids: Sequence[int], rows: list[list[int]],
+                   positions: torch.Tensor) -> "_StepPlan":
+        """Where this step's tokens go and what each row reads, the same for every layer (computed once per
+        forward): rows of the flattened ``[num_blocks * Hkv * block_size, D]`` view of a layer's K (or V).
+        Row b reads its slots 0..context_b-1 through its table; its slots past the context (the stale tail of
+        the last block, padding up to the longest context) read its token 0 again, which is always real, and are
+        masked: no stale or free slot (not even NaN garbage) reaches the output."""
+        cfg, bs, device = self.config, self.block_size, self.k.device
+        hkv = cfg.n_kv_heads
         context = [row[-1] + 1 for row in rows]  # each row reads its tokens 0..last position
-        keys, values = self._gather(layer, tables, context)
-        mask = torch.arange(keys.shape[2], device=device)[None, None, :] <= pos[:, :, None]  # [B, T, S]
-        return grouped_attention(q, keys.to(q.dtype), values.to(q.dtype), mask.to(q.device))
-
-    def _gather(self, layer: int, tables: list[list[int]], context: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
-        """K and V ``[B, Hkv, S, D]`` (S = the longest context) read through the block tables; slots past each
-        sequence's context (stale tails, padding) are zeroed so that even NaN garbage cannot reach the output."""
-        bs, device = self.block_size, self.k.device
-        span = num_blocks_for(max(context), bs)
-        index = torch.tensor([tb[:span] + [0] * (span - len(tb[:span])) for tb in tables], dtype=torch.long,
-                             device=device)
-        batch, s = len(tables), max(context)
-        valid = (torch.arange(s, device=device)[None, :] < torch.tensor(context, device=device)[:, None])
-        out = []
-        for store in (self.k[layer], self.v[layer]):
-            rows = store[index]  # [B, span, Hkv, bs, D]
-            rows = rows.permute(0, 2, 1, 3, 4).reshape(batch, store.shape[1], span * bs, store.shape[3])[:, :, :s]
-            out.append(torch.where(valid[:, None, :, None], rows, torch.zeros((), dtype=rows.dtype, device=device)))
-        return out[0], out[1]
+        span = max(context)
+        n_entries = num_blocks_for(span, bs)
+        tables = torch.tensor([self._tables[s][:n_entries] + [0] * (n_entries - len(self._tables[s][:n_entries]))
+                               for s in seq_ids], dtype=torch.long, device=device)       # [B, entries]
+        heads = torch.arange(hkv, device=device)[None, :, None]
+        pos = positions.to(device)
+        slots = torch.arange(span, device=device)
+        valid = slots[None, :] < torch.tensor(context, device=device)[:, None]            # [B, S]
+        read_blocks = torch.where(valid, tables[:, slots // bs], tables[:, :1])
+        read_slots = torch.where(valid, slots % bs, 0)
+        read = (read_blocks[:, None, :] * hkv + heads) * bs + read_slots[:, None, :]       # [B, Hkv, S]
+        write = (tables.gather(1, pos // bs)[:, None, :] * hkv + heads) * bs + (pos % bs)[:, None, :]  # [B, Hkv, T]
+        mask = slots[None, None, :] <= pos[:, :, None]                                     # [B, T, S]
+        return _StepPlan(key, write.flatten(), read.flatten(), mask, span)
 
     # --- swapping ----------------------------------------------------------------------------------------------
     def swap_out(self, seq_id: int) -> int:
         """Copy a sequence's blocks to CPU memory and release them (preemption by swapping). Returns the number of
         blocks released to the pool (a block still shared with a fork stays allocated for it)."""
+        self._step = None
         table = self._tables[self._resident(seq_id)]
         index = torch.tensor(table, dtype=torch.long, device=self.k.device)
         self._swapped[seq_id] = SwappedSequence(self.k[:, index].to("cpu", copy=True),
@@ -336,6 +361,7 @@ class PagedKVCache:
     def swap_in(self, seq_id: int) -> None:
         """Bring a swapped-out sequence back into fresh blocks (its former sharing is not restored); OutOfBlocks,
         changing nothing, when too few blocks are free."""
+        self._step = None
         if seq_id not in self._swapped:
             raise KeyError(f"sequence {seq_id} is not swapped out (swapped: {self.swapped_ids})")
         saved = self._swapped[seq_id]
