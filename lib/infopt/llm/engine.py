@@ -1,8 +1,9 @@
 """Serving engines on the real tiny model: continuous (in-flight) batching and static batching, one paged KV cache.
 
 ``ContinuousEngine`` runs a trace step by step: each step asks ``schedule_step`` what to preempt and admit, runs ONE
-batched forward that decodes a token for every running sequence through ``PagedKVCache``, prefills the admitted
-ones (whole, or in chunks under a per-step token budget: chunked prefill), and retires the finished. A preempted
+batched forward that decodes a token for every running sequence through ``PagedKVCache``, then ONE forward that
+prefills the admitted ones (whole, or in chunks under a per-step token budget: chunked prefill; rows padded to the
+longest chunk, each at its own positions), and retires the finished. A preempted
 sequence either loses its cache and is recomputed later (prompt plus what it generated, as one prefill) or has its
 blocks swapped to a CPU store and back. ``StaticEngine`` waits for a full batch, reserves each request's whole
 length, and runs the batch to completion before it takes the next one.
@@ -108,25 +109,34 @@ class _EngineBase:
             s.cached += 1
             s.tokens.append(int(t))
 
-    def _prefill(self, s: _Seq, n: int) -> None:
-        """Store the next ``n`` not-yet-cached tokens of ``s``; if that reaches its last token, append the next one."""
+    def _prefill(self, chunks: list[tuple[_Seq, int]]) -> None:
+        """Store the next ``n`` not-yet-cached tokens of each (s, n), all in ONE forward (rows padded on the right,
+        each at its own positions: ``PagedKVCache.prepare``); a sequence whose prompt that completes gets its next
+        token appended."""
         import torch
 
-        if s.cached == 0:
-            self.cache.add_sequence(s.req.req_id)
-        chunk = s.tokens[s.cached:s.cached + n]
+        if not chunks:
+            return
+        for s, _ in chunks:
+            if s.cached == 0:
+                self.cache.add_sequence(s.req.req_id)
+        parts = [s.tokens[s.cached:s.cached + n] for s, n in chunks]
+        ids = [s.req.req_id for s, _ in chunks]
         if self.model is None:
-            self.cache.reserve([(s.req.req_id, s.cached, s.cached + len(chunk))])
-            nxt = 0
+            self.cache.reserve([(sid, s.cached, s.cached + len(c)) for sid, (s, _), c in zip(ids, chunks, parts)])
+            nxt = [0] * len(chunks)
         else:
-            toks = torch.tensor([chunk])
-            pos = torch.arange(s.cached, s.cached + len(chunk))[None]
-            nxt = int(self.model(toks, pos, cache=self.cache, seq_ids=[s.req.req_id])[0, -1].argmax())
-        s.cached += len(chunk)
-        if s.cached == len(s.tokens):
-            s.tokens.append(nxt)
-            s.state = "running"
-
+            width = max(map(len, parts))
+            pos = self.cache.prepare(ids, [s.cached for s, _ in chunks], [len(c) for c in parts])
+            toks = torch.tensor([c + [c[-1]] * (width - len(c)) for c in parts])
+            logits = self.model(toks, pos, cache=self.cache, seq_ids=ids)
+            last = torch.tensor([len(c) - 1 for c in parts])
+            nxt = logits[torch.arange(len(parts)), last].argmax(-1).tolist()
+        for (s, _), chunk, t in zip(chunks, parts, nxt):
+            s.cached += len(chunk)
+            if s.cached == len(s.tokens):
+                s.tokens.append(int(t))
+                s.state = "running"
 
     # ----- the run loop
     def _plan_and_run(self, arrived: list[_Seq], log: dict) -> None:
@@ -271,14 +281,16 @@ class ContinuousEngine(_EngineBase):
         self._decode(decode)
         log["decoded"] = [s.req.req_id for s in decode]
         budget = None if self.token_budget is None else max(0, self.token_budget - len(decode))
+        chunks = []
         for s in prefill:
             n = len(s.tokens) - s.cached
             if budget is not None:
                 n = min(n, budget)
                 budget -= n
             if n > 0:
-                self._prefill(s, n)
+                chunks.append((s, n))
                 log["prefilled"][s.req.req_id] = n
+        self._prefill(chunks)
 
 
 class StaticEngine(_EngineBase):
@@ -316,7 +328,7 @@ class StaticEngine(_EngineBase):
                                  f"of {self.block_size} tokens): build the engine with more blocks")
             for s in batch:
                 s.state = "prefill"
-                self._prefill(s, len(s.tokens))
+            self._prefill([(s, len(s.tokens)) for s in batch])
             log["admitted"] = [s.req.req_id for s in batch]
             log["prefilled"] = {s.req.req_id: len(s.req.prompt_ids) for s in batch}
             return

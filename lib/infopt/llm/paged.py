@@ -99,12 +99,13 @@ class SwappedSequence:
 @dataclass(frozen=True)
 class _StepPlan:
     """One forward's writes and reads, shared by its layers: flat slot rows of the new tokens (``[B * Hkv * T]``,
-    in k's ``[B, Hkv, T]`` order), of the tokens each row reads (``[B * Hkv * S]``), and the mask ``[B, T, S]``."""
+    in k's ``[B, Hkv, T]`` order, or of its ``source`` rows), of the tokens each row reads (``[B * Hkv * S]``), and the mask ``[B, T, S]``."""
     key: tuple
     write_index: torch.Tensor
     read_index: torch.Tensor
     mask: torch.Tensor
     span: int
+    source: torch.Tensor | None = None  # padded rows: which of k's ``[B * Hkv * T]`` rows are real tokens
 
 
 class PagedKVCache:
@@ -312,15 +313,36 @@ class PagedKVCache:
 
         # vLLM's reshape_and_cache: one index_copy per tensor writes every new token of every row
         flat_k, flat_v = (store[layer].view(-1, cfg.head_dim) for store in (self.k, self.v))
-        flat_k.index_copy_(0, plan.write_index, k.reshape(-1, cfg.head_dim).to(self.dtype))
-        flat_v.index_copy_(0, plan.write_index, v.reshape(-1, cfg.head_dim).to(self.dtype))
+        new_k, new_v = k.reshape(-1, cfg.head_dim), v.reshape(-1, cfg.head_dim)
+        if plan.source is not None:   # padded rows (see prepare): only their real tokens are stored
+            new_k, new_v = new_k.index_select(0, plan.source), new_v.index_select(0, plan.source)
+        flat_k.index_copy_(0, plan.write_index, new_k.to(self.dtype))
+        flat_v.index_copy_(0, plan.write_index, new_v.to(self.dtype))
         shape = (batch, cfg.n_kv_heads, plan.span, cfg.head_dim)
         keys = flat_k.index_select(0, plan.read_index).view(shape)
         values = flat_v.index_select(0, plan.read_index).view(shape)
         return grouped_attention(q, keys.to(q.dtype), values.to(q.dtype), plan.mask.to(q.device))
 
+    def prepare(self, seq_ids: Sequence[int], starts: Sequence[int], lengths: Sequence[int]) -> torch.Tensor:
+        """Plan one forward of rows of different lengths (the prefill chunks of a step, batched): row b stores
+        ``lengths[b]`` tokens of ``seq_ids[b]`` from position ``starts[b]``; rows are padded on the right to the
+        longest. Returns the positions ``[B, T]`` to run the model with: a padding token repeats its row's last
+        position, its K and V are not stored, and its output is to be ignored. Raises OutOfBlocks, changing
+        nothing, as `reserve` does. The model's `attend` calls with these positions use this plan."""
+        if len(starts) != len(seq_ids) or len(lengths) != len(seq_ids) or not seq_ids:
+            raise ValueError(f"prepare needs one start and one length per sequence, got {len(seq_ids)} seq_ids, "
+                             f"{len(starts)} starts, {len(lengths)} lengths")
+        lengths = [checked_int(n, "a row's length (tokens to store)", 1) for n in lengths]
+        starts = [checked_int(a, "start") for a in starts]
+        self.reserve([(s, a, a + n) for s, a, n in zip(seq_ids, starts, lengths)])
+        t = max(lengths)
+        rows = [[a + min(i, n - 1) for i in range(t)] for a, n in zip(starts, lengths)]
+        positions = torch.tensor(rows, dtype=torch.long)
+        self._step = self._plan_step((tuple(seq_ids), tuple(map(tuple, rows))), seq_ids, rows, positions, lengths)
+        return positions
+
     def _plan_step(self, key: tuple, seq_ids: Sequence[int], rows: list[list[int]],
-                   positions: torch.Tensor) -> "_StepPlan":
+                   positions: torch.Tensor, lengths: Sequence[int] | None = None) -> "_StepPlan":
         """Where this step's tokens go and what each row reads, the same for every layer (computed once per
         forward): rows of the flattened ``[num_blocks * Hkv * block_size, D]`` view of a layer's K (or V).
         Row b reads its slots 0..context_b-1 through its table; its slots past the context (the stale tail of
@@ -342,7 +364,13 @@ class PagedKVCache:
         read = (read_blocks[:, None, :] * hkv + heads) * bs + read_slots[:, None, :]       # [B, Hkv, S]
         write = (tables.gather(1, pos // bs)[:, None, :] * hkv + heads) * bs + (pos % bs)[:, None, :]  # [B, Hkv, T]
         mask = slots[None, None, :] <= pos[:, :, None]                                     # [B, T, S]
-        return _StepPlan(key, write.flatten(), read.flatten(), mask, span)
+        source = None
+        if lengths is not None and min(lengths) < positions.shape[1]:   # padded rows: store the real tokens only
+            real = (torch.arange(positions.shape[1], device=device)[None, :]
+                    < torch.tensor(list(lengths), device=device)[:, None])                # [B, T]
+            source = real[:, None, :].expand(write.shape).flatten().nonzero().flatten()
+            write = write.flatten()[source]
+        return _StepPlan(key, write.flatten(), read.flatten(), mask, span, source)
 
     # --- swapping ----------------------------------------------------------------------------------------------
     def swap_out(self, seq_id: int) -> int:
