@@ -75,6 +75,8 @@ class KVCache(Protocol):
 
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
     """weight * x / sqrt(mean(x^2) + eps) over the last axis, computed in float32 (as HF's LlamaRMSNorm)."""
+    if x.dtype == torch.float32 and weight.dtype == torch.float32:   # torch's fused kernel: the same arithmetic
+        return torch.nn.functional.rms_norm(x, (x.shape[-1],), weight, eps)
     xf = x.to(torch.float32)
     xf = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)
     return weight * xf.to(x.dtype)
@@ -191,6 +193,22 @@ class TinyLlama(nn.Module):
         """The number of weights (embedding and lm_head counted separately: they are untied)."""
         return sum(p.numel() for p in self.parameters())
 
+    def _fused_weights(self, i: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Layer i's q/k/v weights stacked into one [(Hq + 2 Hkv) D, dim] matrix and gate/up into one [2 ffn, dim]
+        (one matmul each instead of three and two). Without autograd they are kept, and rebuilt when a weight
+        changes (its version counter or storage); with autograd they are stacked afresh (gradients flow)."""
+        layer = self.layers[i]
+        att, mlp = layer.self_attn, layer.mlp
+        parts = (att.q_proj.weight, att.k_proj.weight, att.v_proj.weight, mlp.gate_proj.weight, mlp.up_proj.weight)
+        if torch.is_grad_enabled():
+            return torch.cat(parts[:3]), torch.cat(parts[3:])
+        stamp = tuple((p._version, p.data_ptr()) for p in parts)
+        cache = self.__dict__.setdefault("_fused", {})
+        if cache.get(i, (None,))[0] != stamp:
+            with torch.no_grad():   # the detached views keep the storages alive, so an address is never reused
+                cache[i] = (stamp, torch.cat(parts[:3]), torch.cat(parts[3:]), [p.detach() for p in parts])
+        return cache[i][1], cache[i][2]
+
     def hidden(self, tokens: torch.Tensor, positions: torch.Tensor | None = None, cache: KVCache | None = None,
                seq_ids: Sequence[int] | None = None) -> torch.Tensor:
         """The final hidden states [B, T, dim] (after the final norm) of tokens [B, T] at positions [B, T].
@@ -219,23 +237,28 @@ class TinyLlama(nn.Module):
         else:
             mask = positions[:, :, None] >= positions[:, None, :]
         cos, sin = rope_cos_sin(positions, cfg.head_dim, cfg.rope_theta)
+        cos, sin = cos[:, :, None], sin[:, :, None]                  # [B, T, 1, D]: broadcast over heads
         x = self.embed_tokens(tokens)
         linear, eps = torch.nn.functional.linear, cfg.norm_eps
+        hq, hkv, d = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim
         for i, layer in enumerate(self.layers):      # the modules' weights used directly: decode is overhead-bound
-            att, mlp = layer.self_attn, layer.mlp
+            att = layer.self_attn
+            w_qkv, w_gate_up = self._fused_weights(i)
             h = rms_norm(x, layer.input_layernorm.weight, eps)
-            q = linear(h, att.q_proj.weight).view(b, t, cfg.n_heads, cfg.head_dim).transpose(1, 2)
-            k = linear(h, att.k_proj.weight).view(b, t, cfg.n_kv_heads, cfg.head_dim).transpose(1, 2)
-            v = linear(h, att.v_proj.weight).view(b, t, cfg.n_kv_heads, cfg.head_dim).transpose(1, 2)
-            q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+            qkv = linear(h, w_qkv).view(b, t, hq + 2 * hkv, d)       # q, k, v projections as one matmul
+            qk = qkv[:, :, :hq + hkv]
+            half = d // 2
+            qk = qk * cos + torch.cat((-qk[..., half:], qk[..., :half]), dim=-1) * sin   # RoPE on q and k at once
+            q, k = qk[:, :, :hq].transpose(1, 2), qk[:, :, hq:].transpose(1, 2)
+            v = qkv[:, :, hq + hkv:].transpose(1, 2)
             if cache is None:
                 a = grouped_attention(q, k, v, mask)
             else:
                 a = cache.attend(i, seq_ids, positions, q, k, v)
-            x = x + linear(a.transpose(1, 2).reshape(b, t, cfg.n_heads * cfg.head_dim), att.o_proj.weight)
+            x = x + linear(a.transpose(1, 2).reshape(b, t, hq * d), att.o_proj.weight)
             h = rms_norm(x, layer.post_attention_layernorm.weight, eps)
-            x = x + linear(torch.nn.functional.silu(linear(h, mlp.gate_proj.weight)) * linear(h, mlp.up_proj.weight),
-                           mlp.down_proj.weight)
+            gate, up = linear(h, w_gate_up).chunk(2, dim=-1)
+            x = x + linear(torch.nn.functional.silu(gate) * up, layer.mlp.down_proj.weight)
         return self.norm(x)
 
     def forward(self, tokens: torch.Tensor, positions: torch.Tensor | None = None, cache: KVCache | None = None,
