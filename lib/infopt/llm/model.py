@@ -116,6 +116,9 @@ def grouped_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: t
         raise ValueError(f"q {tuple(q.shape)} and k {tuple(k.shape)} disagree: same B and D, and Hq a multiple of Hkv")
     if mask.shape != (b, t, s):
         raise ValueError(f"mask must be [B, T, S] = {(b, t, s)}, got {tuple(mask.shape)}")
+    if q.dtype in (torch.float32, torch.float64) and k.dtype == v.dtype == q.dtype:
+        # torch's fused kernel, the same math in one call (decode is overhead-bound); a query with no key gets 0
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask[:, None], enable_gqa=True)
     g = hq // hkv
     qg = q.reshape(b, hkv, g, t, d)                                     # head h = kv * g + j  ->  kv = h // g
     scores = torch.matmul(qg, k[:, :, None].transpose(-1, -2)) / math.sqrt(d)   # [B, Hkv, G, T, S]
