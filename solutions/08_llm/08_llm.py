@@ -127,7 +127,7 @@ fig.show()
 # The cost per token falls steeply as more tokens share one pass: the pass costs a fixed amount (reading the
 # weights, launching each operator) plus a little per token. One token per pass, as in decode, pays the whole
 # fixed cost for one token. On this CPU the fixed part is mostly operator overhead, because the tiny model's
-# 2 MB of weights sit in cache; on a GPU serving a real model it is the **weight bytes**, and the arithmetic says
+# 3 MB of weights sit in cache; on a GPU serving a real model it is the **weight bytes**, and the arithmetic says
 # how much. Take Llama 3 8B in BF16 on an H200 (4.8 TB/s of HBM bandwidth, 989 TFLOP/s of dense BF16, from
 # NVIDIA's data sheet):
 
@@ -258,8 +258,8 @@ print(f"Llama 3 8B, bf16: {2 * 32 * 8 * 128 * 2 / 2**10:.0f} KiB per token, {2 *
 # 5. The scores are `q · k / sqrt(D)`, softmax over the keys, then the weighted sum of the values.
 # 6. Return a torch tensor `[Hq, T, D]` with the dtype of `q`.
 # 7. Raise `ValueError` with a message that names `max_len` (its value) when `pos + T > max_len`, and raise
-#    `ValueError` when the shapes disagree: `k_new` or `v_new` not `[Hkv, T, D]` for the cache's Hkv and `q`'s T
-#    and D, or Hq not a multiple of Hkv.
+#    `ValueError` when the shapes disagree: `k_new` or `v_new` not `[Hkv, T, D]` (the cache's Hkv, `q`'s T and D),
+#    `v_cache` not the shape of `k_cache`, the caches' D not `q`'s, or Hq not a multiple of Hkv.
 #
 # Do not change `q`, `k_new` or `v_new`. Do not call `infopt.llm.kv_cache.attend_with_cache` or
 # `infopt.llm.model.grouped_attention`; torch's own functions (`torch.softmax`,
@@ -379,9 +379,17 @@ def _check_attend_errors(hidden: bool) -> None:
                            name="attend_with_cache(..., pos=8) with T=3 and max_len=10 (the tokens do not fit)")
         check_true("10" in str(err), f"attend_with_cache raised ValueError({str(err)!r}) when pos + T > max_len; "
                    "the message names max_len (its value, 10), so the caller knows how large the cache is")
-    bad = {"k_new with another T than q": (q, k_new[:, :2], v_new[:, :2], k_cache, v_cache),
-           "v_new with another shape than k_new": (q, k_new, v_new[:, :, :4], k_cache, v_cache),
-           "q with another D than the caches": (q[:, :, :4], k_new[:, :, :4], v_new[:, :, :4], k_cache, v_cache),
+    g = torch.Generator().manual_seed(7)
+    wide = torch.randn(2, 4, 8, generator=g)   # T = 4: one token more than q
+    bad = {"k_new with one token fewer than q": (q, k_new[:, :2], v_new, k_cache, v_cache),
+           "k_new with one token more than q": (q, wide, v_new, k_cache, v_cache),
+           "v_new with one token fewer than q": (q, k_new, v_new[:, :2], k_cache, v_cache),
+           "v_new with one token more than q": (q, k_new, wide, k_cache, v_cache),
+           "v_cache shorter than k_cache": (q, k_new, v_new, k_cache, v_cache[:, :9]),
+           "v_cache longer than k_cache": (q, k_new, v_new, k_cache, torch.cat([v_cache, v_cache[:, :1]], dim=1)),
+           "caches with a larger D than q and k_new": (q[:, :, :4], k_new[:, :, :4], v_new[:, :, :4], k_cache,
+                                                       v_cache),
+           "caches with a smaller D than q and k_new": (q, k_new, v_new, k_cache[:, :, :4], v_cache[:, :, :4]),
            "Hq = 3 query heads for Hkv = 2 KV heads": (q[:3], k_new, v_new, k_cache, v_cache)}
     for label, args in bad.items():
         with case(label, show=lambda: ", ".join(f"{list(a.shape)}" for a in args), hidden=hidden):
@@ -496,9 +504,10 @@ def append_slot(allocator: BlockAllocator, table: list[int], num_tokens: int,
                 block_size: int) -> tuple[list[int], tuple[int, int] | None]:
     """Room for token `num_tokens`: a new block at a boundary, else copy-on-write of a shared last block."""
     ### BEGIN SOLUTION
-    if len(table) != -(-num_tokens // block_size):
-        raise ValueError(f"{num_tokens} tokens in blocks of {block_size} need {-(-num_tokens // block_size)} "
-                         f"blocks; the table has {len(table)}")
+    need = -(-num_tokens // block_size)
+    if len(table) != need:
+        raise ValueError(f"{num_tokens} tokens in blocks of {block_size} need {need} blocks; the table has "
+                         f"{len(table)}")
     if num_tokens % block_size == 0:
         return list(table) + [allocator.allocate()], None
     last = table[-1]

@@ -1,9 +1,10 @@
 def append_slot(allocator: BlockAllocator, table: list[int], num_tokens: int,
                 block_size: int) -> tuple[list[int], tuple[int, int] | None]:
     """Copies a shared last block before looking at the boundary, so a full shared block is copied for nothing."""
-    if len(table) != -(-num_tokens // block_size):
-        raise ValueError(f"{num_tokens} tokens in blocks of {block_size} need {-(-num_tokens // block_size)} "
-                         f"blocks; the table has {len(table)}")
+    need = -(-num_tokens // block_size)
+    if len(table) != need:
+        raise ValueError(f"{num_tokens} tokens in blocks of {block_size} need {need} blocks; the table has "
+                         f"{len(table)}")
     new, copy = list(table), None
     if table and allocator.ref_count(table[-1]) > 1:
         fresh = allocator.allocate()

@@ -1,9 +1,10 @@
 def append_slot(allocator: BlockAllocator, table: list[int], num_tokens: int,
                 block_size: int) -> tuple[list[int], tuple[int, int] | None]:
     """Drops the shared reference before taking the fresh block: on OutOfBlocks the reference is lost."""
-    if len(table) != -(-num_tokens // block_size):
-        raise ValueError(f"{num_tokens} tokens in blocks of {block_size} need {-(-num_tokens // block_size)} "
-                         f"blocks; the table has {len(table)}")
+    need = -(-num_tokens // block_size)
+    if len(table) != need:
+        raise ValueError(f"{num_tokens} tokens in blocks of {block_size} need {need} blocks; the table has "
+                         f"{len(table)}")
     if num_tokens % block_size == 0:
         return list(table) + [allocator.allocate()], None
     last = table[-1]
