@@ -64,6 +64,7 @@ class ContiguousKVCache:
         self.v = torch.zeros(shape, dtype=dtype, device=device)
         self.slots: dict[int, int] = {}        # seq_id -> slot
         self.lengths: dict[int, int] = {}      # seq_id -> tokens stored (1 + the highest position written)
+        self._step = None                      # the current forward's plan (see attend)
 
     def _slot(self, seq_id: int) -> int:
         if seq_id not in self.slots:
@@ -80,27 +81,42 @@ class ContiguousKVCache:
         that slot's tokens at positions <= each query's (positions must fill 0, 1, 2, ... in order)."""
         b, t = positions.shape
         rows = positions.tolist()
+        key = (tuple(seq_ids), tuple(map(tuple, rows)))
+        if self._step is None or self._step[0] != key:   # the first layer of a forward: plan it once
+            self._step = self._plan_step(key, seq_ids, rows, positions)
+        _, writes, read, n, mask = self._step
+        for slot, where, i in writes:   # the slot's [Hkv, max_len, D], written in place
+            self.k[layer, slot][:, where] = k[i].to(self.dtype)
+            self.v[layer, slot][:, where] = v[i].to(self.dtype)
+        keys, values = self.k[layer, read, :, :n], self.v[layer, read, :, :n]
+        return grouped_attention(q, keys.to(q.dtype), values.to(q.dtype), mask)
+
+    def _plan_step(self, key: tuple, seq_ids: Sequence[int], rows: list[list[int]], positions: torch.Tensor):
+        """What every layer of this forward writes and reads (the same for all layers, so computed once): the
+        (slot, positions, row) writes, the slots read (a slice when they neighbour: a view, no copy), the longest
+        length and the mask."""
+        b, t = positions.shape
         top = max(max(row) for row in rows)
         if top >= self.max_len:
             raise ValueError(f"position {top} does not fit: this cache holds max_len={self.max_len}")
         slots = [self._slot(s) for s in seq_ids]
+        writes = []
         for i, (s, slot, row) in enumerate(zip(seq_ids, slots, rows)):
-            # the slot's [Hkv, max_len, D], written in place: a slice when the positions run in order
+            # a slice when the positions run in order
             where = slice(row[0], row[0] + t) if row == list(range(row[0], row[0] + t)) else positions[i]
-            self.k[layer, slot][:, where] = k[i].to(self.dtype)
-            self.v[layer, slot][:, where] = v[i].to(self.dtype)
+            writes.append((slot, where, i))
             self.lengths[s] = max(self.lengths[s], max(row) + 1)
         n = max(self.lengths[s] for s in seq_ids)
-        if slots == list(range(slots[0], slots[0] + b)):          # neighbouring slots: a view, no copy
-            keys, values = self.k[layer, slots[0]:slots[0] + b, :, :n], self.v[layer, slots[0]:slots[0] + b, :, :n]
+        if slots == list(range(slots[0], slots[0] + b)):
+            read = slice(slots[0], slots[0] + b)
         else:
-            index = torch.tensor(slots, device=self.k.device)
-            keys, values = self.k[layer, index, :, :n], self.v[layer, index, :, :n]
-        mask = torch.arange(n, device=q.device)[None, None, :] <= positions[:, :, None]
-        return grouped_attention(q, keys.to(q.dtype), values.to(q.dtype), mask)
+            read = torch.tensor(slots, device=self.k.device)
+        mask = torch.arange(n, device=positions.device)[None, None, :] <= positions[:, :, None]
+        return key, writes, read, n, mask
 
     def free(self, seq_id: int) -> None:
         """Release a sequence's slot (its reserved memory stays reserved, for the next sequence)."""
+        self._step = None
         if seq_id not in self.slots:
             raise KeyError(f"sequence {seq_id} is not in this cache")
         del self.slots[seq_id], self.lengths[seq_id]
