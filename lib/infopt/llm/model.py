@@ -197,20 +197,40 @@ class TinyLlama(nn.Module):
         return sum(p.numel() for p in self.parameters())
 
     def _fused_weights(self, i: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """Layer i's q/k/v weights stacked into one [(Hq + 2 Hkv) D, dim] matrix and gate/up into one [2 ffn, dim]
-        (one matmul each instead of three and two). Without autograd they are kept, and rebuilt when a weight
+        """Layer i's q/k/v weights stacked into one matrix (with the rotated q and k rows, `_stack_qkv`) and gate/up
+        into one [2 ffn, dim] (one matmul each instead of three and two). Without autograd they are kept, and rebuilt when a weight
         changes (its version counter or storage); with autograd they are stacked afresh (gradients flow)."""
         layer = self.layers[i]
         att, mlp = layer.self_attn, layer.mlp
         parts = (att.q_proj.weight, att.k_proj.weight, att.v_proj.weight, mlp.gate_proj.weight, mlp.up_proj.weight)
         if torch.is_grad_enabled():
-            return torch.cat(parts[:3]), torch.cat(parts[3:])
+            return self._stack_qkv(parts[:3]), torch.cat(parts[3:])
         stamp = tuple((p._version, p.data_ptr()) for p in parts)
         cache = self.__dict__.setdefault("_fused", {})
         if cache.get(i, (None,))[0] != stamp:
             with torch.no_grad():   # the detached views keep the storages alive, so an address is never reused
-                cache[i] = (stamp, torch.cat(parts[:3]), torch.cat(parts[3:]), [p.detach() for p in parts])
+                cache[i] = (stamp, self._stack_qkv(parts[:3]), torch.cat(parts[3:]), [p.detach() for p in parts])
         return cache[i][1], cache[i][2]
+
+    def _stack_qkv(self, qkv: Sequence[torch.Tensor]) -> torch.Tensor:
+        """[Wq; Wk; Wv; R Wq; R Wk], where R is RoPE's rotate_half on each head's D rows (-second half, first
+        half): the projection then also yields rotate_half(q) and rotate_half(k)."""
+        d, half = self.config.head_dim, self.config.head_dim // 2
+
+        def rotated(w: torch.Tensor) -> torch.Tensor:
+            heads = w.view(-1, d, w.shape[-1])
+            return torch.cat((-heads[:, half:], heads[:, :half]), dim=1).reshape(w.shape)
+
+        return torch.cat((*qkv, rotated(qkv[0]), rotated(qkv[1])))
+
+    def _rope_tables(self, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+        """RoPE's cos and sin [max_seq_len, D] for every position (`rope_cos_sin`), computed once per device."""
+        tables = self.__dict__.setdefault("_rope", {})
+        if device not in tables:
+            cfg = self.config
+            cos, sin = rope_cos_sin(torch.arange(cfg.max_seq_len, device=device)[None], cfg.head_dim, cfg.rope_theta)
+            tables[device] = (cos[0], sin[0])
+        return tables[device]
 
     def hidden(self, tokens: torch.Tensor, positions: torch.Tensor | None = None, cache: KVCache | None = None,
                seq_ids: Sequence[int] | None = None) -> torch.Tensor:
@@ -239,8 +259,8 @@ class TinyLlama(nn.Module):
             mask = None
         else:
             mask = positions[:, :, None] >= positions[:, None, :]
-        cos, sin = rope_cos_sin(positions, cfg.head_dim, cfg.rope_theta)
-        cos, sin = cos[:, :, None], sin[:, :, None]                  # [B, T, 1, D]: broadcast over heads
+        cos_table, sin_table = self._rope_tables(positions.device)
+        cos, sin = cos_table[positions][:, :, None], sin_table[positions][:, :, None]  # [B, T, 1, D]: over heads
         x = self.embed_tokens(tokens)
         linear, eps = torch.nn.functional.linear, cfg.norm_eps
         hq, hkv, d = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim
@@ -248,12 +268,11 @@ class TinyLlama(nn.Module):
             att = layer.self_attn
             w_qkv, w_gate_up = self._fused_weights(i)
             h = rms_norm(x, layer.input_layernorm.weight, eps)
-            qkv = linear(h, w_qkv).view(b, t, hq + 2 * hkv, d)       # q, k, v projections as one matmul
-            qk = qkv[:, :, :hq + hkv]
-            half = d // 2
-            qk = qk * cos + torch.cat((-qk[..., half:], qk[..., :half]), dim=-1) * sin   # RoPE on q and k at once
+            # q, k, v and rotate_half(q), rotate_half(k) as one matmul (the rotation folded into the weights)
+            qkv = linear(h, w_qkv).view(b, t, 2 * (hq + hkv) + hkv, d)
+            qk = qkv[:, :, :hq + hkv] * cos + qkv[:, :, hq + 2 * hkv:] * sin   # RoPE on q and k at once
             q, k = qk[:, :, :hq].transpose(1, 2), qk[:, :, hq:].transpose(1, 2)
-            v = qkv[:, :, hq + hkv:].transpose(1, 2)
+            v = qkv[:, :, hq + hkv:hq + 2 * hkv].transpose(1, 2)
             if cache is None:
                 a = grouped_attention(q, k, v, mask)
             else:
