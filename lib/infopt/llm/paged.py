@@ -286,7 +286,9 @@ class PagedKVCache:
                k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         """Store k, v ``[B, Hkv, T, D]`` of these tokens (row b at positions[b], consecutive) in the blocks of
         seq_ids[b], then attend each query ``q [B, Hq, T, D]`` to its sequence's tokens at positions <= its own.
-        Returns ``[B, Hq, T, D]``. A sequence not seen before starts empty (its first row must begin at 0)."""
+        Returns ``[B, Hq, T, D]``. A sequence not seen before starts empty (its first row must begin at 0).
+        The first call of a forward reserves the blocks and plans the step (`_plan_step`); the other layers' calls,
+        with the same seq_ids and positions and no change of the tables in between, reuse that plan."""
         cfg, bs = self.config, self.block_size
         if not 0 <= layer < cfg.n_layers:
             raise ValueError(f"layer must be in [0, {cfg.n_layers}), got {layer}")
