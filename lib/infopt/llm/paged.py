@@ -289,7 +289,7 @@ class PagedKVCache:
         Returns ``[B, Hq, T, D]``. A sequence not seen before starts empty (its first row must begin at 0).
         The first call of a forward reserves the blocks and plans the step (`_plan_step`); the other layers' calls,
         with the same seq_ids and positions and no change of the tables in between, reuse that plan."""
-        cfg, bs = self.config, self.block_size
+        cfg = self.config
         if not 0 <= layer < cfg.n_layers:
             raise ValueError(f"layer must be in [0, {cfg.n_layers}), got {layer}")
         if q.dim() != 4 or k.shape != v.shape or k.dim() != 4 or k.shape[0] != q.shape[0] \
