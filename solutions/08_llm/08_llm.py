@@ -997,7 +997,190 @@ print("same tokens:", hf_stats.outputs() == cont_stats.outputs())
 # `ContinuousBatchingManager` adds continuous batching with a FIFO or prefill-first scheduler.
 
 # %% [markdown]
-# <!-- EXERCISE 4 GOES HERE -->
+# ### Exercise 4 — one step of a continuous-batching scheduler (3 points)
+#
+# Write `schedule_step(waiting, running, free_blocks, block_size, max_batch)`: one step of vLLM v0's scheduler, with
+# preemption by recomputation. It sees each sequence as a `SeqView(seq_id, arrival_s, num_tokens)`: for a running
+# sequence `num_tokens` is what its cache holds, for a waiting one its prompt plus anything it generated before a
+# preemption (all to be recomputed). A sequence holds `ceil(num_tokens / block_size)` blocks; `free_blocks` are free.
+#
+# 1. Every running sequence decodes one token this step, which needs a new block only when
+#    `num_tokens % block_size == 0` (its last block is full). While the blocks needed exceed the free blocks,
+#    preempt the running sequence that arrived last (largest `arrival_s`; ties: higher `seq_id`): its
+#    `ceil(num_tokens / block_size)` blocks return to the pool, and it no longer needs a block.
+# 2. Then admit waiting sequences in arrival order (FCFS: by `arrival_s`; ties: lower `seq_id` first), each while
+#    the batch (running minus preempted plus admitted) is below `max_batch` and its `ceil(num_tokens / block_size)`
+#    blocks fit in what is left after step 1. Stop at the first that does not fit: no skipping ahead. A sequence
+#    preempted in this step is never admitted in it (the engine puts it at the front of the queue for the next one).
+#
+# Return a `StepPlan(preempt, run, admit)` of three lists of `seq_id`s (Python ints): `preempt` in the order you
+# chose them, `run` the running sequences that decode this step, in their given order, and `admit` in the order
+# admitted. Do not modify `waiting` or `running`.
+#
+# The tests compare with the library's scheduler (`infopt.llm.scheduler.schedule_step`, which your code must not
+# call) on a case built for each rule above and on random states.
+
+# %% solution=true grade_id="schedule_step"
+from infopt.llm.scheduler import SeqView, StepPlan
+
+
+def schedule_step(waiting: list[SeqView], running: list[SeqView], free_blocks: int, block_size: int,
+                  max_batch: int) -> StepPlan:
+    """Preempt the latest arrivals until every running sequence's next token fits, then admit FCFS."""
+    ### BEGIN SOLUTION
+    def blocks(s: SeqView) -> int:
+        return -(-s.num_tokens // block_size)
+
+    def needs(s: SeqView) -> bool:
+        return s.num_tokens % block_size == 0
+
+    active = list(running)
+    free = free_blocks
+    needed = sum(needs(s) for s in active)
+    preempt = []
+    while needed > free:
+        victim = max(active, key=lambda s: (s.arrival_s, s.seq_id))
+        active.remove(victim)
+        preempt.append(victim.seq_id)
+        free += blocks(victim)
+        needed -= needs(victim)
+    left, batch, admit = free - needed, len(active), []
+    for s in sorted(waiting, key=lambda s: (s.arrival_s, s.seq_id)):
+        if batch >= max_batch or blocks(s) > left:
+            break
+        admit.append(s.seq_id)
+        left -= blocks(s)
+        batch += 1
+    return StepPlan(preempt=preempt, run=[s.seq_id for s in active], admit=admit)
+    ### END SOLUTION
+
+
+# %% grade_id="schedule_step_test" points=3
+from infopt.grading import call_student, case, check_true, forbidding
+from infopt.llm import scheduler as _scheduler
+from infopt.llm.scheduler import SeqView, StepPlan
+
+# While your function runs, the library's scheduler raises: write the policy yourself.
+_schedule_step = forbidding(schedule_step, "infopt.llm.scheduler:schedule_step", exercise="the scheduler step")
+
+
+def _views(seqs: list) -> str:
+    """SeqViews as the call would be written."""
+    return "[" + ", ".join(f"SeqView({s.seq_id}, {s.arrival_s:g}, {s.num_tokens})" for s in seqs) + "]"
+
+
+def _check_step(label: str, waiting: list, running: list, free: int, bs: int, max_batch: int, hidden: bool) -> None:
+    """Compare the student's plan with the library's, field by field, on one state."""
+    call = (f"schedule_step(waiting={_views(waiting)}, running={_views(running)}, free_blocks={free}, "
+            f"block_size={bs}, max_batch={max_batch})")
+    with case(label, show=call, hidden=hidden):
+        want = _scheduler.schedule_step(list(waiting), list(running), free, bs, max_batch)
+        got = call_student(_schedule_step, waiting, running, free, bs, max_batch, name="schedule_step")
+        check_true(type(got) is StepPlan, "schedule_step must return a StepPlan(preempt, run, admit) of three lists "
+                   f"of seq_ids (Python ints), got {type(got).__name__}: {got!r}"[:300])
+        for part in ("preempt", "run", "admit"):
+            v = getattr(got, part)
+            check_true(type(v) is list and all(type(i) is int for i in v),
+                       f"StepPlan.{part} must be a list of seq_ids (Python ints), got {v!r}"[:300])
+        check_true(got.preempt == want.preempt, f"preempt: expected {want.preempt}, got {got.preempt}")
+        check_true(got.run == want.run, f"run: expected {want.run}, got {got.run} (run lists the running sequences "
+                   "that decode this step: those not preempted, in their given order)")
+        check_true(got.admit == want.admit, f"admit: expected {want.admit}, got {got.admit}")
+
+
+def _step_rule_cases(ri, hidden: bool) -> None:
+    """One case per rule, in an order where each stored mistake first fails the case of its own rule. Ids, arrival
+    times and sizes come from `ri(lo, hi)` (a random int in [lo, hi]); nothing in them gives the answer away."""
+    ids = iter(int(i) for i in np.random.default_rng(ri(0, 1 << 30)).permutation(90) + 10)
+
+    def seq(arrival: float, n: int, sid: int | None = None) -> SeqView:
+        return SeqView(next(ids) if sid is None else sid, float(arrival), int(n))
+
+    def check(label: str, waiting: list, running: list, free: int, bs: int, max_batch: int = 16) -> None:
+        _check_step(label, waiting, running, free, bs, max_batch, hidden)
+
+    bs = ri(3, 8)
+    t = sorted(ri(0, 900) / 10 + i / 100 for i in range(5))   # five distinct arrival times, increasing
+    # 1. only num_tokens % block_size == 0 needs a block: one does, two sit one short of a boundary, one just past it
+    running = [seq(t[4], bs * ri(1, 3) + bs - 1), seq(t[0], bs * ri(1, 4)), seq(t[2], bs * ri(0, 3) + bs - 1),
+               seq(t[1], bs * ri(0, 3) + 1)]
+    check("a running sequence needs a new block only when num_tokens % block_size == 0",
+          [seq(t[4] + 1, 2 * bs)], running, 1, bs)
+    # 2. the victim (latest arrival, listed last, highest id, most blocks) frees h blocks; one was needed
+    h = ri(2, 4)
+    check("a preempted sequence's blocks return to the pool", [],
+          [seq(t[0], bs, 1), seq(t[1], bs * (h - 1) + ri(1, bs - 1), 99)], 0, bs)
+    # 3. the latest arrival is neither listed last nor the highest id nor the biggest; it needs no block itself
+    sids = sorted(next(ids) for _ in range(4))
+    running = [seq(t[1], bs * 3, sids[3]), seq(t[4], bs + ri(1, bs - 1), sids[0]),
+               seq(t[0], bs * ri(3, 4) + ri(1, bs - 1), sids[2]), seq(t[2], bs * ri(3, 4) + ri(1, bs - 1), sids[1])]
+    check("preempt the running sequence that arrived last", [], running, 0, bs)
+    # 4. three arrived at the same (latest) time; the highest seq_id of them is listed in the middle
+    sids = sorted(next(ids) for _ in range(4))
+    running = [seq(t[0], bs * 3, sids[0]), seq(t[3], bs + ri(1, bs - 1), sids[1]),
+               seq(t[3], bs + ri(1, bs - 1), sids[3]), seq(t[3], bs + ri(1, bs - 1), sids[2])]
+    check("ties between the latest arrivals: preempt the higher seq_id", [], running, 0, bs)
+    # 5. the victim needed a block, so after it leaves its own 2 blocks would fit again: it must still wait
+    check("a sequence preempted in this step is never admitted in it", [],
+          [seq(t[0], bs), seq(t[1], 2 * bs)], 1, bs)
+    # 6. the same state with a waiting sequence of 2 blocks: it fits only if the victim no longer needs a block
+    check("a preempted sequence no longer needs a block", [seq(t[2], bs + ri(1, bs))],
+          [seq(t[0], bs), seq(t[1], 2 * bs)], 1, bs)
+    # 7. four waiting, listed latest first; blocks for two of them
+    waiting = [seq(t[4], bs), seq(t[3], bs), seq(t[2], bs), seq(t[1], bs)]
+    check("admit waiting sequences in arrival order (FCFS)", waiting, [seq(t[0], bs + 1)], 2, bs)
+    # 8. two waiting arrived at the same time, the higher seq_id listed first; blocks for one
+    sids = sorted(next(ids) for _ in range(2))
+    check("waiting sequences that arrived at the same time: lower seq_id first",
+          [seq(t[3], bs, sids[1]), seq(t[3], bs, sids[0])], [seq(t[0], bs + 1)], 1, bs)
+    # 9. the second in arrival order does not fit, the third would
+    f = ri(2, 5)
+    check("stop at the first that does not fit (no skipping ahead)",
+          [seq(t[1], bs), seq(t[2], bs * f), seq(t[3], bs)], [seq(t[0], bs + 1)], f, bs)
+    # 10. num_tokens one past a block boundary needs one more block than num_tokens // block_size
+    k = ri(1, 4)
+    check("a waiting sequence needs ceil(num_tokens / block_size) blocks",
+          [seq(t[2], bs * k + ri(1, bs - 1))], [seq(t[0], bs + 1)], k, bs)
+    # 11. the running sequences' new blocks come first: what is left is free minus what they need
+    f = ri(2, 5)
+    check("blocks fit in what is left after step 1", [seq(t[3], bs * f)],
+          [seq(t[0], bs * ri(1, 3)), seq(t[1], bs + 1)], f, bs)
+    # 12. batch limit: one running, room in blocks for every waiting one; max_batch - 1 of them are admitted
+    m = ri(3, 5)
+    check("admit only while the batch is below max_batch", [seq(t[2] + i / 1000, bs) for i in range(m + 1)],
+          [seq(t[0], bs + 1)], 2 * m, bs, m)
+    # 13. after a preemption the batch is smaller: max_batch = len(running), and one may be admitted
+    check("the batch is running minus preempted plus admitted", [seq(t[4], bs)],
+          [seq(t[0], bs), seq(t[1], bs + ri(1, bs - 1))], 0, bs, 2)
+    # 14. a batch already above max_batch (the limit was lowered) admits nothing
+    check("admit only while the batch is below max_batch (here it is above it)", [seq(t[4], bs)],
+          [seq(t[0], bs + 1), seq(t[1], bs + 1), seq(t[2], bs + 1)], 4, bs, 2)
+
+
+_visible = np.random.default_rng(2024)  # fixed numbers for the visible cases (the hidden ones are drawn per grading)
+_step_rule_cases(lambda lo, hi: int(_visible.integers(lo, hi + 1)), hidden=False)
+### BEGIN HIDDEN TESTS
+from infopt.grading import grading_rng
+
+_rng = grading_rng(4)
+
+
+def _ri(lo: int, hi: int) -> int:
+    """A random int in [lo, hi]."""
+    return int(_rng.integers(lo, hi + 1))
+
+
+_step_rule_cases(_ri, hidden=True)
+for _trial in range(40):
+    _bs = _ri(1, 8)
+    _ids = [int(i) for i in _rng.permutation(90)[:11] + 10]
+    _times = [_ri(0, 30) / 2 for _ in range(11)]  # coarse, so that ties happen
+    _n_run, _n_wait = _ri(0, 6), _ri(0, 5)
+    _views_all = [SeqView(_ids[i], _times[i], _bs * _ri(0, 4) + _ri(1, _bs) if _ri(0, 1) else _bs * _ri(1, 5))
+                  for i in range(_n_run + _n_wait)]
+    _check_step(f"random state #{_trial}", _views_all[_n_run:], _views_all[:_n_run], _ri(0, 6), _bs,
+                _ri(max(1, _n_run), 8), hidden=True)
+### END HIDDEN TESTS
 
 # %% [markdown]
 # ## 5. Speculative decoding, multi-token prediction and EAGLE
@@ -1054,7 +1237,299 @@ fig.show()
 # (many samples at a small vocabulary) and exactness (the same random draws as the library's reference).
 
 # %% [markdown]
-# <!-- EXERCISE 5 GOES HERE -->
+# ### Exercise 5 — the speculative accept/reject step (3 points)
+#
+# Write `speculative_accept(draft_tokens, draft_probs, target_probs, rng)`. The draft proposed `k` tokens
+# `draft_tokens` (`x_i` drawn from `q_i = draft_probs[i]`, a float64 array of shape `[k, V]`); one target pass gave
+# `p_i = target_probs[i]` for the same positions, plus `p_k` for the position after the last draft (`[k + 1, V]`).
+#
+# 1. For `i = 0, 1, ..., k - 1`: draw `u = rng.random()` and accept `x_i` if `u < min(1, p_i(x_i) / q_i(x_i))`.
+# 2. At the first rejection, emit one token drawn from the residual `normalize(max(0, p_i - q_i))` with
+#    `rng.choice(V, p=...)`, and stop.
+# 3. If all `k` drafts are accepted, emit a bonus token drawn from `p_k` with `rng.choice(V, p=...)`.
+#
+# Return the emitted tokens (the accepted drafts, then the residual or bonus token: 1 to k + 1 of them) as a list of
+# Python ints. Use the rng exactly in this order and for nothing else — one `rng.random()` per draft token examined,
+# then one `rng.choice` — so that the same seed gives the library's tokens. Do not modify `draft_probs` or
+# `target_probs`.
+#
+# The tests check greedy decoding (one-hot `p` and `q`) token for token; then, over thousands of calls at a small
+# vocabulary with drafts drawn from `q`, the law speculative sampling guarantees: the number of tokens emitted
+# (draft `i` is accepted with probability `sum_x min(p_i(x), q_i(x))`) and each emitted token distributed as the
+# target's `p`, with bounds a correct answer breaks with probability below 1e-8 per grading; and finally your tokens
+# against the library's (`infopt.llm.speculative.speculative_accept`, which your code must not call) under the same
+# seeds.
+
+# %% solution=true grade_id="speculative_accept"
+def speculative_accept(draft_tokens: list[int], draft_probs: np.ndarray, target_probs: np.ndarray,
+                       rng: np.random.Generator) -> list[int]:
+    """Keep each draft with probability min(1, p/q); at the first rejection a residual token, else a bonus token."""
+    ### BEGIN SOLUTION
+    vocab = target_probs.shape[1]
+    out = []
+    for i, x in enumerate(draft_tokens):
+        if rng.random() < min(1.0, target_probs[i, x] / draft_probs[i, x]):
+            out.append(int(x))
+            continue
+        residual = np.maximum(target_probs[i] - draft_probs[i], 0.0)
+        out.append(int(rng.choice(vocab, p=residual / residual.sum())))
+        return out
+    out.append(int(rng.choice(vocab, p=target_probs[len(draft_tokens)])))
+    return out
+    ### END SOLUTION
+
+
+# %% grade_id="speculative_accept_test" points=3
+import math
+
+from infopt.grading import GradingError, call_student, case, check_true, forbid
+from infopt.llm import speculative as _speculative
+
+_SPEC_REF = "infopt.llm.speculative:speculative_accept"
+
+
+def _no_library():
+    """While your function runs, the library's accept/reject step raises: write it yourself. (One guard around many
+    calls: the test's own reference calls stay outside it.)"""
+    return forbid(_SPEC_REF, exercise="the accept/reject step",
+                  namespaces=(getattr(speculative_accept, "__globals__", globals()),))
+
+
+_ACCEPT_RULE = "accept draft token x_i if u < min(1, p_i(x_i) / q_i(x_i))"
+_RESIDUAL_RULE = "at the first rejection, emit a token drawn from the residual normalize(max(0, p_i - q_i))"
+_STOP_RULE = "stop at the first rejection"
+_BONUS_RULE = "if all k drafts are accepted, emit a bonus token drawn from p_k"
+_DELTA = 1e-10  # false-failure probability of one frequency bound (at most 42 per grading: below 1e-8 in all)
+
+
+def _spec_fingerprint(arg: object) -> object:
+    """What the caller owns: the arrays' bytes and the tokens (the rng is meant to advance)."""
+    if isinstance(arg, np.random.Generator):
+        return "rng"
+    if isinstance(arg, np.ndarray):
+        return (arg.dtype.str, arg.shape, arg.tobytes())
+    return repr(arg)
+
+
+def _sum_hint(err: BaseException) -> str:
+    """numpy's complaint about probabilities that do not sum to 1, explained."""
+    return f" (rng.choice needs probabilities that sum to 1: {_RESIDUAL_RULE})" if "sum to 1" in str(err) else ""
+
+
+def _check_unchanged(arrays: list[np.ndarray], before: list[bytes]) -> None:
+    """The probability arrays the test passed are as they were (checked after a batch of calls)."""
+    if any(a.tobytes() != b for a, b in zip(arrays, before)):
+        raise GradingError("speculative_accept changed its input (draft_probs or target_probs): work on a copy; "
+                           "the caller's arrays must stay as they were")
+
+
+def _spec_call(drafts: list[int], q: np.ndarray, p: np.ndarray, rng: np.random.Generator) -> list:
+    """One checked call: no forbidden call, no raise, no changed input, a list of Python ints."""
+    try:
+        with _no_library():
+            out = call_student(speculative_accept, list(drafts), q, p, rng, name="speculative_accept",
+                               fingerprint=_spec_fingerprint)
+    except GradingError as err:
+        raise GradingError(f"{err}{_sum_hint(err)}") from None
+    check_true(type(out) is list and all(type(t) is int for t in out),
+               f"speculative_accept must return the emitted tokens as a list of Python ints, got {out!r} "
+               f"({type(out).__name__}" + (f" of {type(out[0]).__name__}" if isinstance(out, (list, tuple, np.ndarray))
+                                          and len(out) else "") + ")")
+    return out
+
+
+def _greedy_case(label: str, vocab: int, drafts: list[int], target: list[int], seed: int, hidden: bool) -> None:
+    """One-hot q at the drafts, one-hot p at `target` (k + 1 tokens): the output is fixed, whatever the rng."""
+    k = len(drafts)
+    want = []
+    for i in range(k):
+        want.append(target[i])
+        if drafts[i] != target[i]:
+            break
+    else:
+        want.append(target[k])
+    acc = len(want) - 1 if len(want) <= k else k  # drafts accepted
+    show = (f"speculative_accept(draft_tokens={drafts}, draft_probs=one-hot at {drafts}, target_probs=one-hot at "
+            f"{target}, rng) with V = {vocab}")
+    with case(label, show=show, hidden=hidden):
+        eye = np.eye(vocab)
+        got = _spec_call(drafts, eye[drafts], eye[target], np.random.default_rng(seed))
+        if got == want:
+            return
+        head = f"expected {want}, got {got}: "
+        check_true(bool(got), head + "speculative_accept emits 1 to k + 1 tokens, never none")
+        for i in range(max(len(got), len(want))):
+            if i >= len(got):
+                if got == drafts:
+                    check_true(False, head + f"all {k} drafts were accepted, and then {_BONUS_RULE}")
+                check_true(False, head + f"draft token {drafts[i - 1]} at position {i - 1} has p/q = 1 and must be "
+                           f"accepted: {_ACCEPT_RULE}")
+            if i >= len(want):
+                check_true(False, head + f"the draft token at position {acc} was rejected (the target gives it "
+                           f"probability 0): {_STOP_RULE}, with the residual token")
+            if got[i] == want[i]:
+                continue
+            if i < acc:
+                check_true(False, head + f"draft token {drafts[i]} at position {i} has p/q = 1 and must be accepted: "
+                           f"{_ACCEPT_RULE}")
+            if i == k:
+                check_true(False, head + f"{_BONUS_RULE} (the target's last row), here {target[k]}")
+            if got[i] == drafts[i] and len(got) > i + 1:
+                check_true(False, head + f"draft token {drafts[i]} at position {i} has p = 0 and must be rejected: "
+                           f"{_ACCEPT_RULE}")
+            check_true(False, head + f"{_RESIDUAL_RULE}; here the residual is one-hot at {target[i]}")
+        check_true(False, head + "(the greedy output is fixed)")
+
+
+def _greedy_cases(ri, hidden: bool) -> None:
+    """Greedy cases in an order where each stored mistake first fails the case that names its rule."""
+    for trial in range(4):
+        vocab, k = ri(4, 8), ri(2, 4)
+        drafts = [ri(0, vocab - 1) for _ in range(k)]
+        bonus = (drafts[-1] + ri(1, vocab - 1)) % vocab   # differs from the last draft's row
+        _greedy_case(f"greedy, every draft agrees with the target (#{trial})", vocab, drafts, drafts + [bonus],
+                     ri(0, 1 << 30), hidden)
+    for trial in range(12):
+        vocab, k = ri(4, 8), ri(3, 5)
+        drafts = [ri(0, vocab - 1) for _ in range(k)]
+        j = ri(0, k - 2)                                  # later drafts agree again: an answer must stop at j
+        target = drafts + [ri(0, vocab - 1)]
+        target[j] = (drafts[j] + ri(1, vocab - 1)) % vocab
+        _greedy_case(f"greedy, the target disagrees at position {j} (#{trial})", vocab, drafts, target,
+                     ri(0, 1 << 30), hidden)
+    vocab = ri(4, 8)
+    x = ri(0, vocab - 1)
+    _greedy_case("greedy, one draft (k = 1) that agrees", vocab, [x], [x, ri(0, vocab - 1)], ri(0, 1 << 30), hidden)
+
+
+# p and q for the law: acceptance about 0.65 per position; each stored mistake moves some frequency by 0.17 or more
+# (resampling from p instead of the residual: by (1 - acceptance) * p(x) where q(x) >= p(x)), for V = 4, 5 or 6.
+_LAW = {"q0": [0.55, 0.05, 0.30, 0.05, 0.03, 0.02], "p0": [0.45, 0.40, 0.05, 0.05, 0.03, 0.02],
+        "q1": [0.05, 0.55, 0.05, 0.30, 0.02, 0.03], "p1": [0.40, 0.45, 0.05, 0.05, 0.02, 0.03],
+        "p2": [0.10, 0.20, 0.55, 0.10, 0.02, 0.03]}
+
+
+def _law_inputs(vocab: int, perms: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """(q [2, V], p [3, V]) from the templates cut to V tokens, each position's pair relabelled by perms[i]."""
+    def row(name: str, i: int) -> np.ndarray:
+        r = np.array(_LAW[name][:vocab], dtype=np.float64)
+        return (r / r.sum())[perms[i]]
+    return np.stack([row("q0", 0), row("q1", 1)]), np.stack([row("p0", 0), row("p1", 1), row("p2", 2)])
+
+
+def _bound(counts: np.ndarray, probs: np.ndarray, n: int, what: str, rule: str, first: int = 0) -> None:
+    """Hoeffding: |count/n - prob| <= sqrt(ln(2/delta) / 2n) for every category (category c is the value first + c),
+    else a failure naming the worst."""
+    if n == 0:
+        return
+    freq = counts / n
+    slack = math.sqrt(math.log(2 / _DELTA) / (2 * n))
+    worst = int(np.argmax(np.abs(freq - probs)))
+    check_true(bool(abs(freq[worst] - probs[worst]) <= slack),
+               f"{what}: over {n} calls it was {first + worst} with frequency {freq[worst]:.3f}; the law says "
+               f"{probs[worst]:.3f} (all frequencies {np.round(freq, 3).tolist()}, law {np.round(probs, 3).tolist()}; "
+               f"a correct answer is this far off with probability below {_DELTA:g}). {rule}")
+
+
+def _law_case(label: str, vocab: int, perms: list[np.ndarray], n: int, seed: int, hidden: bool) -> None:
+    """n calls with fresh drafts x_i ~ q_i: the number of tokens emitted, then the law of tokens 1, 2 and the bonus."""
+    q, p = _law_inputs(vocab, perms)
+    r = np.random.default_rng(seed)
+    drafts = np.stack([(r.random((n, 1)) > np.cumsum(q[i])[None, :-1]).sum(1) for i in range(2)], axis=1).tolist()
+    with case(label, show=lambda: f"draft_probs = {np.round(q, 4).tolist()}, target_probs = "
+              f"{np.round(p, 4).tolist()}, {n} calls", hidden=hidden):
+        _spec_call(drafts[0], q, p, np.random.default_rng(seed + 1))   # one checked call (inputs, type, forbidden)
+        rng = np.random.default_rng(seed + 2)
+        outs, before = [], [q.tobytes(), p.tobytes()]
+        with _no_library():
+            for x in drafts:
+                try:
+                    out = speculative_accept(x, q, p, rng)
+                except GradingError:
+                    raise
+                except Exception as err:
+                    _check_unchanged([q, p], before)
+                    raise GradingError(f"speculative_accept raised {type(err).__name__} on a valid input "
+                                       f"(draft_tokens={x}): {err}{_sum_hint(err)}") from None
+                if type(out) is not list or not 1 <= len(out) <= 3 or not all(
+                        type(t) is int and 0 <= t < vocab for t in out):
+                    raise GradingError(f"speculative_accept(draft_tokens={x}, ...) returned {out!r}; with k = 2 it "
+                                       f"emits a list of 1 to 3 tokens, Python ints in 0..{vocab - 1}")
+                outs.append(out)
+        _check_unchanged([q, p], before)
+        a = np.minimum(p[:2], q).sum(1)
+        lengths = np.bincount([len(o) for o in outs], minlength=4)[1:]
+        _bound(lengths, np.array([1 - a[0], a[0] * (1 - a[1]), a[0] * a[1]]), n,
+               "the number of tokens emitted (1, 2 or 3 with k = 2) is off", f"Speculative sampling: {_ACCEPT_RULE}, "
+               f"so draft i is accepted with probability sum_x min(p_i(x), q_i(x)) = {np.round(a, 3).tolist()}.",
+               first=1)
+        for pos, rule in ((0, _RESIDUAL_RULE), (1, _RESIDUAL_RULE), (2, _BONUS_RULE)):
+            toks = [o[pos] for o in outs if len(o) > pos]
+            _bound(np.bincount(toks, minlength=vocab), p[pos], len(toks),
+                   f"emitted token {pos + 1} (when there is one) must be distributed as the target's p_{pos}",
+                   f"The accepted drafts and the residual tokens together give exactly p_i: {rule}.")
+
+
+_visible = np.random.default_rng(2025)  # fixed numbers for the visible cases (the hidden ones are drawn per grading)
+_greedy_cases(lambda lo, hi: int(_visible.integers(lo, hi + 1)), hidden=False)
+_law_case("the law of speculative sampling, V = 5", 5, [np.arange(5)] * 3, 1500, 11, hidden=False)
+### BEGIN HIDDEN TESTS
+from infopt.grading import grading_rng
+
+_rng = grading_rng(5)
+
+
+def _ri(lo: int, hi: int) -> int:
+    """A random int in [lo, hi]."""
+    return int(_rng.integers(lo, hi + 1))
+
+
+_greedy_cases(_ri, hidden=True)
+_V = _ri(4, 6)
+_law_case(f"the law of speculative sampling, V = {_V}, tokens relabelled", _V,
+          [_rng.permutation(_V) for _ in range(3)], 2500, _ri(0, 1 << 30), hidden=True)
+
+
+def _same_rng_case(label: str, trials: list[tuple[list[int], np.ndarray, np.ndarray, int]]) -> None:
+    """The library and the student from the same seed: the same tokens, and the rng left in the same state."""
+    with case(label, show=None):
+        before = [a.tobytes() for _, q, p, _ in trials for a in (q, p)]
+        arrays = [a for _, q, p, _ in trials for a in (q, p)]
+        with _no_library():
+            got = []
+            for x, q, p, seed in trials:
+                rng = np.random.default_rng(seed)
+                try:
+                    out = speculative_accept(list(x), q, p, rng)
+                except GradingError:
+                    raise
+                except Exception as err:
+                    _check_unchanged(arrays, before)
+                    raise GradingError(f"speculative_accept raised {type(err).__name__} on a valid input "
+                                       f"(draft_tokens={x}): {err}") from None
+                got.append((out, rng.bit_generator.state["state"]))
+        _check_unchanged(arrays, before)
+        for (x, q, p, seed), (out, state) in zip(trials, got):
+            ref_rng = np.random.default_rng(seed)
+            want = _speculative.speculative_accept(list(x), q, p, ref_rng)
+            same = out == want and state == ref_rng.bit_generator.state["state"]
+            check_true(same, f"with rng = np.random.default_rng({seed}), draft_tokens = {list(x)}, draft_probs = "
+                       f"{np.round(q, 3).tolist()}, target_probs = {np.round(p, 3).tolist()}: the library emits "
+                       f"{want}, yours {out}" + (" (the same tokens, but your rng ended in another state)"
+                                                 if out == want else "") +
+                       ": use the rng exactly as stated, one rng.random() per draft token examined (even when "
+                       "p >= q), then one rng.choice(V, p=...), nothing else")
+
+
+_trials = []
+for _t in range(120):
+    _k, _V = _ri(1, 4), _ri(4, 8)
+    _q = _rng.dirichlet(np.ones(_V), size=_k)
+    _p = _rng.dirichlet(np.ones(_V), size=_k + 1)
+    _x = [int(_rng.choice(_V, p=_q[i])) for i in range(_k)]
+    _trials.append((_x, _q, _p, _ri(0, 1 << 30)))
+_same_rng_case("the same tokens as the library under the same seed", _trials)
+### END HIDDEN TESTS
 
 # %% [markdown]
 # **Multi-token prediction and EAGLE.** A separate draft model has to be trained, served and kept in step with the
@@ -1138,7 +1613,146 @@ for row in max_context_table(["Llama 3 8B", "Llama 3 70B", "Qwen3 8B", "Gemma 3 
 # kernels that stream K/V at full memory bandwidth (FlashAttention, FlashDecoding's split over the sequence).
 
 # %% [markdown]
-# <!-- EXERCISE 6 GOES HERE -->
+# ### Exercise 6 — the KV-cache bytes of a real model (2 points)
+#
+# Write `kv_cache_bytes(spec, context_len, dtype, batch=1)`: the bytes of KV cache that `batch` sequences of
+# `context_len` tokens each need, for the model `spec` (a `ModelSpec`, e.g. `MODELS["Llama 3 8B"]`), with the cache
+# stored at `dtype`, a key of `DTYPE_BYTES` (`"fp32"`, `"fp16"`, `"bf16"`, `"fp8"`, `"int4"`; INT4 is half a byte).
+#
+# - GQA (`spec.attention == "gqa"`): per token, every layer stores a K and a V vector of `head_dim` values for each of
+#   its `n_kv_heads` KV heads — the KV heads, not the `n_heads` query heads.
+# - MLA (`spec.attention == "mla"`, DeepSeek): per token, every layer stores one latent of
+#   `kv_lora_rank + qk_rope_head_dim` values (the compressed K/V and the decoupled RoPE key), with no separate K and V.
+# - Sliding windows (GQA models): `spec.local_layers` of the layers are sliding-window layers, which keep only the
+#   last `min(context_len, spec.sliding_window)` tokens; the other layers keep all `context_len`
+#   (`sliding_window` is 0 and `local_layers` 0 when the model has none).
+# - Everything times `batch`. Return the bytes as a float.
+#
+# Do not call the library's formula (`infopt.llm.memory.kv_cache_bytes`, or `kv_bytes_per_token` of
+# `infopt.llm.kv_cache`): write it yourself. The tests compare with the library on every model of `MODELS` from 4K
+# to 1M tokens of context, and on random specs at every dtype.
+
+# %% solution=true grade_id="kv_cache_bytes"
+from infopt.llm.memory import DTYPE_BYTES, ModelSpec
+
+
+def kv_cache_bytes(spec: ModelSpec, context_len: int, dtype: str, batch: int = 1) -> float:
+    """KV-cache bytes of `batch` sequences of `context_len` tokens: per-token values per layer x tokens kept x bytes."""
+    ### BEGIN SOLUTION
+    nbytes = DTYPE_BYTES[dtype]
+    if spec.attention == "mla":
+        return float((spec.kv_lora_rank + spec.qk_rope_head_dim) * spec.n_layers * context_len * nbytes * batch)
+    local = spec.local_layers
+    tokens = (spec.n_layers - local) * context_len + local * min(context_len, spec.sliding_window)
+    return float(2 * spec.n_kv_heads * spec.head_dim * tokens * nbytes * batch)
+    ### END SOLUTION
+
+
+# %% grade_id="kv_cache_bytes_test" points=2
+import dataclasses
+import math
+import numbers
+
+from infopt.grading import call_student, case, check_true, forbidding
+from infopt.llm import memory as _memory
+
+# While your function runs, the library's formula raises: write it yourself.
+_kv_cache_bytes = forbidding(kv_cache_bytes, "infopt.llm.memory:kv_cache_bytes",
+                             "infopt.llm.kv_cache:kv_bytes_per_token", exercise="the KV-cache formula")
+_KV_DTYPES = ("fp32", "fp16", "bf16", "fp8", "int4")
+
+
+def _kv_spec(name: str, base: str = "Llama 3 8B", **fields) -> "_memory.ModelSpec":
+    """A spec of a real model's kind with some of its numbers replaced (a fresh name that says nothing)."""
+    return dataclasses.replace(_memory.MODELS[base], name=name, source="test", **fields)
+
+
+def _show_spec(spec) -> str:
+    out = (f"ModelSpec(attention={spec.attention!r}, n_layers={spec.n_layers}, n_heads={spec.n_heads}, "
+           f"n_kv_heads={spec.n_kv_heads}, head_dim={spec.head_dim}")
+    if spec.attention == "mla":
+        out += f", kv_lora_rank={spec.kv_lora_rank}, qk_rope_head_dim={spec.qk_rope_head_dim}"
+    return out + f", sliding_window={spec.sliding_window}, local_layers={spec.local_layers})"
+
+
+def _check_kv(label: str, spec, context_len: int, dtype: str, batch: int | None, hidden: bool) -> None:
+    """Compare with the library on one input (batch None: the call leaves batch at its default, 1)."""
+    call = f"kv_cache_bytes(spec, context_len={context_len}, dtype={dtype!r}" + (f", batch={batch})" if batch else ")")
+    args = (spec, context_len, dtype) + ((batch,) if batch else ())
+    with case(label, show=lambda: f"{call} with spec = {_show_spec(spec)}", hidden=hidden):
+        want = _memory.kv_cache_bytes(*args)
+        got = call_student(_kv_cache_bytes, *args, name="kv_cache_bytes")
+        check_true(isinstance(got, numbers.Real) and not isinstance(got, bool),
+                   f"{call} must return the number of bytes (a float), got {got!r} ({type(got).__name__})")
+        hint = ""
+        if spec.attention == "gqa" and spec.local_layers and context_len:
+            window = min(context_len, spec.sliding_window)
+            kept = (spec.n_layers - spec.local_layers) * context_len + spec.local_layers * window
+            if math.isclose(float(got), want / kept * spec.n_layers * window, rel_tol=1e-9):
+                hint = (f"; that is every layer capped at the window, but only the {spec.local_layers} "
+                        "sliding-window layers are: the other layers keep all context_len tokens")
+        check_true(math.isclose(float(got), want, rel_tol=1e-9),
+                   f"{call}: expected {want:,.1f} bytes, got {float(got):,.1f}"
+                   + (f" ({float(got) / want:.4g} times the right value)" if want and got else "") + hint)
+
+
+def _kv_rule_cases(ri, hidden: bool) -> None:
+    """One case per rule, in an order where each stored mistake first fails the case of its own rule."""
+    kv, layers, d = ri(1, 8), ri(2, 40), 16 * ri(1, 8)
+    ctx = ri(100, 5000)
+    _check_kv("multi-head attention (n_kv_heads == n_heads): a K and a V vector per KV head", _kv_spec(
+        "model A", n_layers=layers, n_heads=kv, n_kv_heads=kv, head_dim=d), ctx, "fp16", 1, hidden)
+    g = ri(2, 8)
+    _check_kv("grouped-query attention: the KV heads, not the n_heads query heads", _kv_spec(
+        "model B", n_layers=layers, n_heads=g * kv, n_kv_heads=kv, head_dim=d), ctx, "fp16", 1, hidden)
+    for dt in _KV_DTYPES:
+        _check_kv(f"dtype {dt}: bytes per value from DTYPE_BYTES (INT4 is half a byte)", _kv_spec(
+            "model C", n_layers=layers, n_heads=g * kv, n_kv_heads=kv, head_dim=d), ri(1, 999) * 2 + 1, dt, 1, hidden)
+    _check_kv("a batch of sequences: everything times batch", _kv_spec(
+        "model D", n_layers=layers, n_heads=g * kv, n_kv_heads=kv, head_dim=d), ctx, "fp8", ri(2, 64), hidden)
+    rank, rope = 64 * ri(1, 8), 16 * ri(1, 4)
+    _check_kv("MLA: one latent of kv_lora_rank + qk_rope_head_dim values per token and layer", _kv_spec(
+        "model E", base="DeepSeek-V3", n_layers=layers, n_heads=ri(8, 128), n_kv_heads=ri(8, 128), head_dim=d + 64,
+        kv_lora_rank=rank, qk_rope_head_dim=rope), ctx, "bf16", 1, hidden)
+    window = 128 * ri(2, 8)
+    local = ri(1, layers - 1)
+    swa = _kv_spec("model F", n_layers=layers, n_heads=g * kv, n_kv_heads=kv, head_dim=d, sliding_window=window,
+                   local_layers=local)
+    _check_kv("a context longer than the window: sliding-window layers keep min(context_len, sliding_window) tokens",
+              swa, window * ri(2, 64) + ri(1, 99), "fp16", 1, hidden)
+    _check_kv("a context shorter than the window: sliding-window layers keep min(context_len, sliding_window) tokens",
+              swa, ri(1, window - 1), "fp16", 1, hidden)
+
+
+_visible = np.random.default_rng(2026)  # fixed numbers for the visible cases (the hidden ones are drawn per grading)
+_kv_rule_cases(lambda lo, hi: int(_visible.integers(lo, hi + 1)), hidden=False)
+for _name, _spec in _memory.MODELS.items():  # the real models, names shown: these are the lesson's table
+    for _ctx, _dt in ((4096, "fp16"), (131072, "fp8"), (1 << 20, "int4")):
+        _check_kv(f"{_name} at {_ctx:,} tokens, {_dt}", _spec, _ctx, _dt, None, hidden=False)
+    _check_kv(f"{_name}, a batch of 8 at 32K", _spec, 32768, "bf16", 8, hidden=False)
+### BEGIN HIDDEN TESTS
+from infopt.grading import grading_rng
+
+_rng = grading_rng(6)
+
+
+def _ri(lo: int, hi: int) -> int:
+    """A random int in [lo, hi]."""
+    return int(_rng.integers(lo, hi + 1))
+
+
+_kv_rule_cases(_ri, hidden=True)
+for _trial in range(12):
+    _layers, _kvh = _ri(1, 96), _ri(1, 16)
+    if _trial % 3 == 2:
+        _spec = _kv_spec(f"model R{_trial}", base="DeepSeek-V3", n_layers=_layers, n_kv_heads=_kvh, head_dim=64,
+                         kv_lora_rank=_ri(1, 1024), qk_rope_head_dim=_ri(0, 128))
+    else:
+        _local = _ri(0, _layers) if _trial % 3 == 1 else 0
+        _spec = _kv_spec(f"model R{_trial}", n_layers=_layers, n_heads=_kvh * _ri(1, 8), n_kv_heads=_kvh,
+                         head_dim=_ri(1, 256), sliding_window=_ri(1, 8192) if _local else 0, local_layers=_local)
+    _check_kv(f"random spec #{_trial}", _spec, _ri(0, 1 << 21), _KV_DTYPES[_trial % 5], _ri(1, 16), hidden=True)
+### END HIDDEN TESTS
 
 # %% [markdown]
 # ## 7. The parallelism forms, counted and run
@@ -1156,7 +1770,8 @@ for row in max_context_table(["Llama 3 8B", "Llama 3 70B", "Qwen3 8B", "Gemma 3 
 # node, and DeepSeek-V3 across four nodes:
 
 # %%
-from infopt.llm.parallel import CLUSTERS, comm_figure, comm_table, run_parallel_demo
+from infopt.llm.parallel import CLUSTERS, comm_figure, comm_table
+from infopt.llm.parallel_run import run_parallel_demo
 
 for model, cluster in (("Llama 3 70B", "1 node, 8 GPUs: TP 8"),
                        ("DeepSeek-V3", "4 nodes, 32 GPUs: TP 8 x PP 4, EP 32")):

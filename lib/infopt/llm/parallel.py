@@ -14,8 +14,8 @@ The formulas (per rank, one step; `tokens` = tokens each rank processes in the s
     results back (all-to-all combine); with uniform routing (ep - 1) / ep of them live on other ranks:
     moe_layers / pp * 2 * tokens * top_k * hidden * b * (ep - 1) / ep (shared experts run locally).
 `comm_table(spec, cluster)` applies them to a model (`infopt.llm.memory.ModelSpec`) on a `Cluster` with link speeds;
-`comm_figure` plots bytes per rank against the degree. `run_tensor_parallel` and `measure_overlap` run tensor
-parallelism for real with torch.distributed (in `parallel_run`, imported only when called).
+`comm_figure` plots bytes per rank against the degree. `infopt.llm.parallel_run` runs tensor parallelism for real
+with torch.distributed (`run_tensor_parallel`, `measure_overlap`); it imports this module, never the reverse.
 """
 from __future__ import annotations
 
@@ -25,8 +25,7 @@ from typing import Any
 from .memory import MODELS, ModelSpec, dtype_bytes
 
 __all__ = ["Cluster", "CLUSTERS", "ring_all_reduce_bytes", "all_to_all_bytes", "dp_bytes", "tp_bytes", "pp_bytes",
-           "ep_bytes", "comm_table", "comm_figure", "run_tensor_parallel", "measure_overlap",
-           "run_parallel_demo"]
+           "ep_bytes", "comm_table", "comm_figure"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -207,27 +206,3 @@ def comm_figure(spec: ModelSpec | str, tokens: int = 4096, dtype: str = "bf16", 
                       xaxis=dict(type="log", title="degree (ranks in the group)", tickvals=list(degrees)),
                       yaxis=dict(type="log", title="bytes per rank per step"), height=height)
     return fig
-
-
-def run_tensor_parallel(world_size: int = 2, **kwargs: Any) -> Any:
-    """Run the tiny target model tensor-parallel across `world_size` local processes (torch.distributed, gloo) and
-    compare it with the single-process model: see `infopt.llm.parallel_run.run_tensor_parallel`."""
-    from .parallel_run import run_tensor_parallel as run
-
-    return run(world_size, **kwargs)
-
-
-def measure_overlap(world_size: int = 2, **kwargs: Any) -> Any:
-    """Compute overlapped with an async all-reduce vs compute-then-all-reduce, side by side in one run: see
-    `infopt.llm.parallel_run.measure_overlap`."""
-    from .parallel_run import measure_overlap as measure
-
-    return measure(world_size, **kwargs)
-
-
-def run_parallel_demo(world_size: int = 2, **kwargs: Any) -> Any:
-    """Both of the above in one start of the processes -> (TPResult, OverlapResult): see
-    `infopt.llm.parallel_run.run_parallel_demo`."""
-    from .parallel_run import run_parallel_demo as run
-
-    return run(world_size, **kwargs)
