@@ -124,6 +124,38 @@ fig.update_layout(title="tiny target on this CPU: time per token of one forward 
 fig.show()
 
 # %% [markdown]
+# On a machine with an NVIDIA GPU the same two measurements run there too (when there is none, this cell says
+# that it skipped them): at this model size a GPU pass is almost all launch overhead, so the per-token cost
+# falls even more steeply with the tokens per pass.
+
+# %%
+if torch.cuda.is_available():
+    gpu_target = load_model("target", device="cuda")
+
+    @torch.no_grad()
+    def gpu_forward_ms(batch: int, tokens: int, repeats: int = 10) -> float:
+        """Median wall time (ms) of one forward pass on the GPU, synchronised before the clock stops."""
+        x = torch.randint(0, 256, (batch, tokens), device="cuda")
+        gpu_target(x)
+        torch.cuda.synchronize()
+        times = []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            gpu_target(x)
+            torch.cuda.synchronize()
+            times.append(time.perf_counter() - t0)
+        return 1e3 * float(np.median(times))
+
+    print(f"on {torch.cuda.get_device_name()}:")
+    for n in sizes:
+        p, d = gpu_forward_ms(1, n), gpu_forward_ms(n, 1)
+        print(f"{n:>4} tokens: prefill {p:6.2f} ms ({p / n:6.3f} ms/token)   batched decode {d:6.2f} ms "
+              f"({d / n:6.3f} ms/token)")
+    del gpu_target
+else:
+    print("no GPU on this machine: the figures above are the CPU's (a GPU, when present, is timed here too)")
+
+# %% [markdown]
 # The cost per token falls steeply as more tokens share one pass: the pass costs a fixed amount (reading the
 # weights, launching each operator) plus a little per token. One token per pass, as in decode, pays the whole
 # fixed cost for one token. On this CPU the fixed part is mostly operator overhead, because the tiny model's
