@@ -1,0 +1,16 @@
+def append_slot(allocator: BlockAllocator, table: list[int], num_tokens: int,
+                block_size: int) -> tuple[list[int], tuple[int, int] | None]:
+    """Appends to the caller's list and returns it."""
+    need = -(-num_tokens // block_size)
+    if len(table) != need:
+        raise ValueError(f"{num_tokens} tokens in blocks of {block_size} need {need} blocks; the table has "
+                         f"{len(table)}")
+    if num_tokens % block_size == 0:
+        table.append(allocator.allocate())
+        return table, None
+    last = table[-1]
+    if allocator.ref_count(last) > 1:
+        fresh = allocator.allocate()
+        allocator.free(last)
+        return list(table[:-1]) + [fresh], (last, fresh)
+    return list(table), None

@@ -1,0 +1,15 @@
+def append_slot(allocator: BlockAllocator, table: list[int], num_tokens: int,
+                block_size: int) -> tuple[list[int], tuple[int, int] | None]:
+    """Puts the fresh block at the front of the table instead of replacing the last one."""
+    need = -(-num_tokens // block_size)
+    if len(table) != need:
+        raise ValueError(f"{num_tokens} tokens in blocks of {block_size} need {need} blocks; the table has "
+                         f"{len(table)}")
+    if num_tokens % block_size == 0:
+        return list(table) + [allocator.allocate()], None
+    last = table[-1]
+    if allocator.ref_count(last) > 1:
+        fresh = allocator.allocate()
+        allocator.free(last)
+        return [fresh] + list(table[:-1]), (last, fresh)
+    return list(table), None

@@ -1,0 +1,11 @@
+def append_slot(allocator: BlockAllocator, table: list[int], num_tokens: int,
+                block_size: int) -> tuple[list[int], tuple[int, int] | None]:
+    """Writes into a shared last block (no copy-on-write): the fork sees the other sequence's token."""
+    need = -(-num_tokens // block_size)
+    if len(table) != need:
+        raise ValueError(f"{num_tokens} tokens in blocks of {block_size} need {need} blocks; the table has "
+                         f"{len(table)}")
+    if num_tokens % block_size == 0:
+        return list(table) + [allocator.allocate()], None
+    last = table[-1]
+    return list(table), None

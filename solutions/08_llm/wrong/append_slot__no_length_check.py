@@ -1,0 +1,11 @@
+def append_slot(allocator: BlockAllocator, table: list[int], num_tokens: int,
+                block_size: int) -> tuple[list[int], tuple[int, int] | None]:
+    """Trusts the table's length."""
+    if num_tokens % block_size == 0:
+        return list(table) + [allocator.allocate()], None
+    last = table[-1]
+    if allocator.ref_count(last) > 1:
+        fresh = allocator.allocate()
+        allocator.free(last)
+        return list(table[:-1]) + [fresh], (last, fresh)
+    return list(table), None

@@ -1,0 +1,15 @@
+def paged_attention(q: torch.Tensor, k_blocks: torch.Tensor, v_blocks: torch.Tensor, table: list[int],
+                    context_len: int) -> torch.Tensor:
+    """Attends to every slot of every table block, the stale tail of the last block included."""
+    hq, d = q.shape
+    _, hkv, block_size, _ = k_blocks.shape
+    idx = torch.arange(len(table) * block_size)
+    blocks = torch.tensor(table, dtype=torch.long)[idx // block_size]
+    slots = idx % block_size
+    keys = k_blocks[blocks, :, slots].transpose(0, 1)               # [Hkv, context_len, D]
+    values = v_blocks[blocks, :, slots].transpose(0, 1)
+    group = hq // hkv
+    keys = keys.repeat_interleave(group, dim=0).to(q.dtype)          # [Hq, context_len, D]
+    values = values.repeat_interleave(group, dim=0).to(q.dtype)
+    scores = (keys @ q[:, :, None])[:, :, 0] / math.sqrt(d)         # [Hq, context_len]
+    return (torch.softmax(scores, dim=-1)[:, None, :] @ values)[:, 0, :]

@@ -1,0 +1,31 @@
+from infopt.llm.scheduler import SeqView, StepPlan
+
+
+def schedule_step(waiting: list[SeqView], running: list[SeqView], free_blocks: int, block_size: int,
+                  max_batch: int) -> StepPlan:
+    """Sorts the caller's waiting list in place to get FCFS order."""
+    def blocks(s: SeqView) -> int:
+        return -(-s.num_tokens // block_size)
+
+    def needs(s: SeqView) -> bool:
+        return s.num_tokens % block_size == 0
+
+    active = list(running)
+    free = free_blocks
+    needed = sum(needs(s) for s in active)
+    preempt = []
+    while needed > free:
+        victim = max(active, key=lambda s: (s.arrival_s, s.seq_id))
+        active.remove(victim)
+        preempt.append(victim.seq_id)
+        free += blocks(victim)
+        needed -= needs(victim)
+    left, batch, admit = free - needed, len(active), []
+    waiting.sort(key=lambda s: (s.arrival_s, s.seq_id))
+    for s in waiting:
+        if batch >= max_batch or blocks(s) > left:
+            break
+        admit.append(s.seq_id)
+        left -= blocks(s)
+        batch += 1
+    return StepPlan(preempt=preempt, run=[s.seq_id for s in active], admit=admit)

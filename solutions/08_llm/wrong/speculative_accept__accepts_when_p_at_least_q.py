@@ -1,0 +1,15 @@
+def speculative_accept(draft_tokens: list[int], draft_probs: np.ndarray, target_probs: np.ndarray,
+                       rng: np.random.Generator) -> list[int]:
+    """Keeps a draft exactly when the target likes it at least as much as the draft did (u is drawn, not used)."""
+    vocab = target_probs.shape[1]
+    out = []
+    for i, x in enumerate(draft_tokens):
+        u = rng.random()
+        if target_probs[i, x] >= draft_probs[i, x]:
+            out.append(int(x))
+            continue
+        residual = np.maximum(target_probs[i] - draft_probs[i], 0.0)
+        out.append(int(rng.choice(vocab, p=residual / residual.sum())))
+        return out
+    out.append(int(rng.choice(vocab, p=target_probs[len(draft_tokens)])))
+    return out

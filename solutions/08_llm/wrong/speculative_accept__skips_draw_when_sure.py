@@ -1,0 +1,14 @@
+def speculative_accept(draft_tokens: list[int], draft_probs: np.ndarray, target_probs: np.ndarray,
+                       rng: np.random.Generator) -> list[int]:
+    """Skips the draw when p(x) >= q(x), since the draft is kept anyway (the right law, but fewer draws)."""
+    vocab = target_probs.shape[1]
+    out = []
+    for i, x in enumerate(draft_tokens):
+        if target_probs[i, x] >= draft_probs[i, x] or rng.random() < target_probs[i, x] / draft_probs[i, x]:
+            out.append(int(x))
+            continue
+        residual = np.maximum(target_probs[i] - draft_probs[i], 0.0)
+        out.append(int(rng.choice(vocab, p=residual / residual.sum())))
+        return out
+    out.append(int(rng.choice(vocab, p=target_probs[len(draft_tokens)])))
+    return out

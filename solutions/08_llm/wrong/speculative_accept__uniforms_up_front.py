@@ -1,0 +1,15 @@
+def speculative_accept(draft_tokens: list[int], draft_probs: np.ndarray, target_probs: np.ndarray,
+                       rng: np.random.Generator) -> list[int]:
+    """Draws all k uniforms at once before the loop (the right law, but the rng order differs after a rejection)."""
+    vocab = target_probs.shape[1]
+    out = []
+    us = rng.random(len(draft_tokens))
+    for i, x in enumerate(draft_tokens):
+        if us[i] < min(1.0, target_probs[i, x] / draft_probs[i, x]):
+            out.append(int(x))
+            continue
+        residual = np.maximum(target_probs[i] - draft_probs[i], 0.0)
+        out.append(int(rng.choice(vocab, p=residual / residual.sum())))
+        return out
+    out.append(int(rng.choice(vocab, p=target_probs[len(draft_tokens)])))
+    return out
