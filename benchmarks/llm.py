@@ -19,7 +19,8 @@ Rows (issue 18's targets beside them):
   best-throughput point sets the p99 end-to-end latency budget, and the continuous point with the highest
   throughput whose p99 is within that budget is compared with it (target >= 2x); chunked prefill and
   preemption (recompute, swap) on the same trace;
-- speculative decoding (draft k=4, greedy): target passes vs plain decoding (target >= 1.5x fewer);
+- speculative decoding (draft k=4, sampled at temperature 0.8; greedy too, for exactness and beside it):
+  target passes vs plain decoding (target >= 1.5x fewer);
 - our continuous engine vs Hugging Face ``generate`` (static batch, left padding, same model, workload and memory:
   HF's batch is the largest whose full-length KV fits our pool; target >= 2x);
 - our logits vs ``LlamaForCausalLM``'s (max abs error, the issue's 1e-4);
@@ -156,8 +157,15 @@ def bench_spec(target, prompts: list[list[int]], new_tokens: int, repeats: int) 
     from infopt.llm.model import load_model
     from infopt.llm.speculative import compare_with_plain
 
+    from infopt.llm.sampling import SamplingParams
+
     draft = load_model("draft")
-    return compare_with_plain(target, draft, prompts, new_tokens, k=4, repeats=repeats)
+    # Sampled at temperature 0.8 for the headline: the tiny target's greedy text repeats itself, which flatters
+    # greedy acceptance. Greedy is still run, for its exactness (outputs identical to plain greedy decoding).
+    sampled = compare_with_plain(target, draft, prompts, new_tokens, k=4, params=SamplingParams(temperature=0.8),
+                                 repeats=repeats)
+    greedy = compare_with_plain(target, draft, prompts, new_tokens, k=4, repeats=repeats)
+    return {**sampled, "greedy": greedy}
 
 
 def hf_batch_for_memory(model, trace, num_blocks: int) -> int:
@@ -281,9 +289,11 @@ def main() -> None:
          f"static batch {b['static_best_batch']} (p99 latency {b['p99_budget_s']:.2f} s) vs continuous max_batch "
          f"{b['continuous_matched_batch']} (p99 {b['continuous'][b['continuous_matched_batch']]['latency_p99']:.2f} s)"
          + ("" if b["matched_within_budget"] else " NO continuous point within the budget: closest shown"))
-    line("speculative: fewer target passes (k=4)", spec["target_pass_reduction"], ">= 1.5x",
+    g = spec["greedy"]
+    line("speculative: fewer target passes (k=4, T=0.8)", spec["target_pass_reduction"], ">= 1.5x",
          spec["target_pass_reduction"] >= 1.5, f"acceptance {spec['acceptance_rate']:.2f}, wall "
-         f"{spec['wall_speedup']:.2f}x, identical {spec['identical_outputs']}")
+         f"{spec['wall_speedup']:.2f}x; greedy: {g['target_pass_reduction']:.2f}x fewer (repetitive text), "
+         f"identical to plain greedy {g['identical_outputs']}")
     line("our engine / HF generate throughput", hf["ratio"], ">= 2x", hf["ratio"] >= 2,
          f"HF static batch {hf['hf_batch_size']} (same memory) vs our max_batch {mb}; identical requests "
          f"{hf['identical_requests']}")
