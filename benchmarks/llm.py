@@ -175,11 +175,9 @@ def hf_batch_for_memory(model, trace, num_blocks: int) -> int:
     return max(1, (num_blocks * BLOCK) // longest)
 
 
-def bench_hf(model, trace, num_blocks: int, max_batch: int, ours) -> dict:
+def bench_hf(model, hf, trace, num_blocks: int, max_batch: int, ours) -> dict:
     from infopt.llm.hf_baseline import hf_static_generate
-    from infopt.llm.hf import to_hf_model
 
-    hf = to_hf_model(model)
     b = hf_batch_for_memory(model, trace, num_blocks)
     st = hf_static_generate(model, trace, b, hf_model=hf)
     same = sum(st.outputs()[r] == ours.outputs()[r] for r in ours.outputs())
@@ -187,12 +185,9 @@ def bench_hf(model, trace, num_blocks: int, max_batch: int, ours) -> dict:
             "ratio": ours.throughput / st.throughput, "identical_requests": f"{same}/{len(trace)}"}
 
 
-def bench_logits(model, prompts: list[list[int]]) -> float:
+def bench_logits(model, hf, prompts: list[list[int]]) -> float:
     import torch
 
-    from infopt.llm.hf import to_hf_model
-
-    hf = to_hf_model(model)
     err = 0.0
     with torch.inference_mode():
         for p in prompts:
@@ -244,8 +239,11 @@ def main() -> None:
     policies = bench_policies(model, trace, num_blocks, mb, scarce_blocks=48, budget=64, whole=ours)
     spec_prompts = [r.prompt_ids for r in trace[:2 if q else 4]]
     spec = bench_spec(model, spec_prompts, 32 if q else 96, repeats=1 if q else 2)
-    hf = bench_hf(model, trace, num_blocks, mb, ours)
-    logits_err = bench_logits(model, [r.prompt_ids for r in trace[:4]])
+    from infopt.llm.hf import to_hf_model
+
+    hf_model = to_hf_model(model)    # built once, for both the generate comparison and the logits check
+    hf = bench_hf(model, hf_model, trace, num_blocks, mb, ours)
+    logits_err = bench_logits(model, hf_model, [r.prompt_ids for r in trace[:4]])
     disagg_trace = poisson_trace(60 if q else 200, 8.0, seed=1, prompt_len=prompt_len, output_len=(8, 96))
     disagg = bench_disaggregated(ours, model, disagg_trace)
     del batching["runs"]
