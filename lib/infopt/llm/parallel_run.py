@@ -16,28 +16,23 @@ compute then all-reduce, alternating in one run.
 """
 from __future__ import annotations
 
-import contextlib
-import os
-import queue as queue_mod
-import socket
 import statistics
-import sys
 import time
 from dataclasses import dataclass
-from datetime import timedelta
-from typing import Any, Callable, Iterator
+from typing import Callable
 
 import numpy as np
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
 
 from .memory import spec_from_tiny
 from .model import TARGET_CONFIG, TinyLlama, apply_rope, grouped_attention, load_model, rms_norm, rope_cos_sin
 from .parallel import tp_bytes
+from ..runtime.processes import free_port, spawn_ranks
 
 __all__ = ["TPResult", "OverlapResult", "free_port", "spawn_ranks", "ring_all_reduce_", "shard_layer",
-           "tp_hidden", "run_tensor_parallel", "measure_overlap", "run_parallel_demo"]
+           "tp_hidden", "run_tensor_parallel", "measure_overlap", "run_parallel_demo", "overlap_rank_task",
+           "overlap_payload", "overlap_result"]
 
 
 @dataclass(frozen=True)
@@ -95,87 +90,6 @@ class OverlapResult:
                 f"{self.sequential_s * 1e3:.1f} ms, overlapped {self.overlapped_s * 1e3:.1f} ms -> "
                 f"{self.speedup:.2f}x (perfect overlap: {self.ideal_speedup:.2f}x). On a CPU, gloo's reduction and "
                 f"copies run on the same cores as the compute, so overlap only hides the time spent waiting.")
-
-
-# --- process plumbing -----------------------------------------------------------------------------------------------
-def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port on `host` that nothing listens on right now (the OS picks it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
-
-
-def _rank_main(rank: int, world_size: int, port: int, timeout_s: float, results: Any, task: Callable,
-               payload: dict) -> None:
-    """Each spawned process: join the gloo group, run `task(rank, world_size, payload)`, send its result home."""
-    torch.set_num_threads(1)
-    if sys.platform.startswith("linux"):
-        os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")     # localhost only, whatever the hostname resolves to
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world_size,
-                            timeout=timedelta(seconds=timeout_s))
-    try:
-        results.put((rank, task(rank, world_size, payload)))
-        dist.barrier()
-    finally:
-        dist.destroy_process_group()
-
-
-@contextlib.contextmanager
-def _unreadable_main_hidden() -> Iterator[None]:
-    """Spawned children re-run the parent's main script; when that is no file (`python - < script`, `<stdin>`) they
-    would crash looking for it. The tasks live in importable modules, so hide such a path while starting them."""
-    main = sys.modules.get("__main__")
-    path = getattr(main, "__file__", None)
-    hide = path is not None and getattr(main, "__spec__", None) is None and not os.path.isfile(path)
-    if hide:
-        del main.__file__
-    try:
-        yield
-    finally:
-        if hide:
-            main.__file__ = path
-
-
-def spawn_ranks(task: Callable[[int, int, dict], Any], world_size: int, payload: dict,
-                timeout_s: float = 60.0) -> list[Any]:
-    """Run `task(rank, world_size, payload)` (a module-level function) in `world_size` spawned processes joined in a
-    gloo group on a free localhost port; return their results by rank. A hang past `timeout_s` kills the processes
-    and raises TimeoutError; a failure in a process re-raises here with its traceback."""
-    if isinstance(world_size, bool) or not isinstance(world_size, int) or world_size < 1:
-        raise ValueError(f"world_size must be an int >= 1 (processes), got {world_size!r}")
-    results = mp.get_context("spawn").Queue()
-    with _unreadable_main_hidden():
-        ctx = mp.start_processes(_rank_main, args=(world_size, free_port(), timeout_s, results, task, payload),
-                                 nprocs=world_size, join=False, start_method="spawn")
-    deadline = time.monotonic() + timeout_s
-    got: dict[int, Any] = {}
-    try:
-        while True:
-            while True:                         # drain as we go, so no process blocks on a full pipe
-                try:
-                    rank, value = results.get_nowait()
-                    got[rank] = value
-                except queue_mod.Empty:
-                    break
-            if ctx.join(timeout=0.2):
-                break
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"{world_size} torch.distributed processes did not finish within {timeout_s:.0f} s "
-                                   f"(ranks that reported: {sorted(got)}); they were killed. A rank waiting forever "
-                                   "in a collective is the usual cause: every rank must call the same collectives.")
-    finally:
-        for p in ctx.processes:
-            if p.is_alive():
-                p.kill()
-        for p in ctx.processes:
-            p.join(5)
-    while len(got) < world_size:
-        try:
-            rank, value = results.get(timeout=5)
-            got[rank] = value
-        except queue_mod.Empty:
-            raise RuntimeError(f"ranks {sorted(set(range(world_size)) - set(got))} exited without a result") from None
-    return [got[r] for r in range(world_size)]
 
 
 # --- the collective, by hand ----------------------------------------------------------------------------------------
@@ -340,7 +254,9 @@ def _trained_weights_exist() -> bool:
 
 
 # --- overlap --------------------------------------------------------------------------------------------------------
-def _overlap_task(rank: int, world_size: int, payload: dict) -> dict:
+def overlap_rank_task(rank: int, world_size: int, payload: dict) -> dict:
+    """On each rank of a running gloo group (payload from `overlap_payload`): median seconds of "compute",
+    "comm", "sequential" and "overlapped", measured alternately; unit 10's collectives demo runs it too."""
     buf = torch.zeros(payload["numel"], dtype=torch.float32)   # zeros: repeated sums stay finite
     a = torch.randn(payload["matmul_n"], payload["matmul_n"], generator=torch.Generator().manual_seed(rank))
 
@@ -385,7 +301,8 @@ def _overlap_task(rank: int, world_size: int, payload: dict) -> dict:
     return {name: statistics.median(ts) for name, ts in times.items()}
 
 
-def _overlap_payload(buffer_mb: float, matmul_n: int, repeats: int) -> dict:
+def overlap_payload(buffer_mb: float, matmul_n: int, repeats: int) -> dict:
+    """The checked arguments of `overlap_rank_task`."""
     if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
         raise ValueError(f"repeats must be an int >= 1, got {repeats!r}")
     numel = int(buffer_mb * 2 ** 20) // 4
@@ -394,7 +311,8 @@ def _overlap_payload(buffer_mb: float, matmul_n: int, repeats: int) -> dict:
     return {"numel": numel, "matmul_n": matmul_n, "repeats": repeats}
 
 
-def _overlap_result(world_size: int, payload: dict, res: dict) -> OverlapResult:
+def overlap_result(world_size: int, payload: dict, res: dict) -> OverlapResult:
+    """An OverlapResult from rank 0's `overlap_rank_task` figures."""
     return OverlapResult(world_size=world_size, buffer_bytes=payload["numel"] * 4, compute_s=res["compute"],
                          comm_s=res["comm"], sequential_s=res["sequential"], overlapped_s=res["overlapped"],
                          repeats=payload["repeats"])
@@ -405,13 +323,13 @@ def measure_overlap(world_size: int = 2, buffer_mb: float = 16.0, matmul_n: int 
     """Time, alternately in one run: compute alone, an all-reduce of `buffer_mb` MiB alone, compute then a blocking
     all-reduce, and `all_reduce(async_op=True)` + compute + `work.wait()`. The compute (k matmuls of matmul_n^2) is
     sized to take about as long as the all-reduce. Medians over `repeats`, rank 0's clock."""
-    payload = _overlap_payload(buffer_mb, matmul_n, repeats)
-    return _overlap_result(world_size, payload, spawn_ranks(_overlap_task, world_size, payload, timeout_s)[0])
+    payload = overlap_payload(buffer_mb, matmul_n, repeats)
+    return overlap_result(world_size, payload, spawn_ranks(overlap_rank_task, world_size, payload, timeout_s)[0])
 
 
 def _both_task(rank: int, world_size: int, payload: dict) -> dict:
     return {"tp": _tp_task(rank, world_size, payload["tp"]),
-            "overlap": _overlap_task(rank, world_size, payload["overlap"])}
+            "overlap": overlap_rank_task(rank, world_size, payload["overlap"])}
 
 
 def run_parallel_demo(world_size: int = 2, batch: int = 2, seq_len: int = 16, seed: int = 0,
@@ -420,8 +338,8 @@ def run_parallel_demo(world_size: int = 2, batch: int = 2, seq_len: int = 16, se
     """`run_tensor_parallel` and `measure_overlap` in one start of the processes (starting them, importing torch,
     is most of the cost on a small machine); the same arguments."""
     start = time.perf_counter()
-    payload = {"tp": _tp_payload(batch, seq_len, seed, weights), "overlap": _overlap_payload(buffer_mb, matmul_n,
+    payload = {"tp": _tp_payload(batch, seq_len, seed, weights), "overlap": overlap_payload(buffer_mb, matmul_n,
                                                                                              repeats)}
     outs = spawn_ranks(_both_task, world_size, payload, timeout_s)
     tp = _tp_result(world_size, payload["tp"], [o["tp"] for o in outs], time.perf_counter() - start)
-    return tp, _overlap_result(world_size, payload["overlap"], outs[0]["overlap"])
+    return tp, overlap_result(world_size, payload["overlap"], outs[0]["overlap"])

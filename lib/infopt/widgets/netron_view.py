@@ -16,22 +16,17 @@ import mimetypes
 import re
 import os
 import shutil
-import socket
 import tempfile
 import threading
 from pathlib import Path
 from typing import Any
 
+from ..runtime.processes import free_port
+
 HOST = "127.0.0.1"
 _RUNNING: "set[NetronServer]" = set()  # every server started here and not yet stopped (strong refs: a running
 # server whose last user reference was dropped must still be stoppable by stop_all)
 _LOCK = threading.Lock()
-
-
-def _free_port(host: str = HOST) -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
 
 
 def _netron_dir() -> Path:
@@ -162,7 +157,7 @@ class NetronServer:
             return self
         handler = type("_Handler", (_OfflineNetronHandler,), {"model_path": self.path})
         with _LOCK:
-            self._httpd = _QuietServer((self.host, self.port or _free_port(self.host)), handler)
+            self._httpd = _QuietServer((self.host, self.port or free_port(self.host)), handler)
             self.address = (self.host, int(self._httpd.server_address[1]))
             self._thread = threading.Thread(target=self._httpd.serve_forever, name=f"netron-{self.address[1]}",
                                             daemon=True)
