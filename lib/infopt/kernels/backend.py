@@ -84,6 +84,18 @@ def _kernel_class() -> type:
             with _JitCallsInterpreted():
                 return super().run(*args, grid=grid, warmup=warmup, **kwargs)
 
+        def rewrite(self) -> Any:
+            # Triton copies its interpreter module's globals into the kernel's globals; for a kernel defined in a
+            # notebook cell that sets __main__.__file__ to Triton's file, which breaks multiprocessing's spawn.
+            namespace = self.fn.__globals__
+            before = set(namespace)
+            try:
+                return super().rewrite()
+            finally:
+                for key in ("__file__", "__cached__"):
+                    if key not in before:
+                        namespace.pop(key, None)
+
         def __repr__(self) -> str:
             return f"InterpretedKernel({self.fn.__name__})"
 

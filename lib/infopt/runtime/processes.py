@@ -46,11 +46,16 @@ def _rank_main(rank: int, world_size: int, port: int, timeout_s: float, results:
 
 @contextlib.contextmanager
 def _unreadable_main_hidden() -> Iterator[None]:
-    """Spawned children re-run the parent's main script; when that is no file (`python - < script`, `<stdin>`) they
-    would crash looking for it. The tasks live in importable modules, so hide such a path while starting them."""
+    """Spawned children re-run the parent's main script. When that is no file (`python - < script`, `<stdin>`), or
+    `__main__.__file__` is not the script Python started (a Jupyter kernel's namespace, where Triton's interpreter
+    copies its own module's `__file__` into the globals of a kernel defined in a cell), they would crash running
+    it. The tasks live in importable modules, so hide such a path while starting them."""
     main = sys.modules.get("__main__")
     path = getattr(main, "__file__", None)
-    hide = path is not None and getattr(main, "__spec__", None) is None and not os.path.isfile(path)
+    started = sys.argv[0] if sys.argv and sys.argv[0] else ""
+    not_the_script = not (started and os.path.isfile(started) and os.path.samefile(path, started)) if (
+        path is not None and os.path.isfile(path)) else True
+    hide = path is not None and getattr(main, "__spec__", None) is None and not_the_script
     if hide:
         del main.__file__
     try:

@@ -1,0 +1,14 @@
+from infopt.kernels.backend import tl, triton
+
+
+@triton.jit
+def scaled_add_kernel(x_ptr, y_ptr, out_ptr, alpha, n, BLOCK: tl.constexpr):
+    """BLAS axpy habit: updates y in place (y = alpha * x + y), then copies y into out."""
+    pid = tl.program_id(0)
+    offsets = pid * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    x = tl.load(x_ptr + offsets, mask=mask)
+    y = tl.load(y_ptr + offsets, mask=mask)
+    y = alpha * x + y
+    tl.store(y_ptr + offsets, y, mask=mask)
+    tl.store(out_ptr + offsets, y, mask=mask)

@@ -1,0 +1,12 @@
+from infopt.kernels.backend import tl, triton
+
+
+@triton.jit
+def softmax_kernel(x_ptr, out_ptr, n_rows, n_cols, x_row_stride, out_row_stride, BLOCK: tl.constexpr):
+    """No mask: BLOCK lanes are loaded and stored even when n_cols is smaller."""
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + row * x_row_stride + cols)
+    z = x - tl.max(x, axis=0)
+    num = tl.exp(z)
+    tl.store(out_ptr + row * out_row_stride + cols, num / tl.sum(num, axis=0))

@@ -1,0 +1,12 @@
+from infopt.kernels.backend import tl, triton
+
+
+@triton.jit
+def softmax_kernel(x_ptr, out_ptr, n_rows, n_cols, x_row_stride, out_row_stride, BLOCK: tl.constexpr):
+    """exp(x) / sum(exp(x)) without subtracting the max: overflows to inf / inf = NaN on large rows."""
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * x_row_stride + cols, mask=mask, other=-float("inf"))
+    num = tl.exp(x)
+    tl.store(out_ptr + row * out_row_stride + cols, num / tl.sum(num, axis=0), mask=mask)
