@@ -26,18 +26,24 @@ LIMITS = Limits(memory_mb=1536, pids=128, file_mb=64, cpu_s=300, wall_s=180.0, c
 # Cases about the upload itself (bad JSON, archives, links, renamed or shared files, a missing student): intake does
 # not depend on the unit, and the toy and fixture batches (tests/test_grader_batch.py) run every one of them.
 INTAKE_CASES = ("b_", "c_", "d_", "q_", "v", "w")
+# Cases about the sandbox's limits (the kernel exiting, a swallowed interrupt, a fork bomb, a memory bomb, a 50 MB
+# output, startup files): what they prove is the sandbox's, whatever notebook runs in it, and the toy and fixture
+# batches run every one of them too; here they cost a whole unit-01 notebook each. INFOPT_FULL_GRADING=01_graphs_ir
+# (or all) runs them here as well.
+SANDBOX_CASES = ("f_", "g_", "h_", "i_", "j_", "t_")
 
 
 def _cases() -> list:
-    """The adversarial cases that run the notebook, and the first stored wrong answer of each exercise (every one
-    when INFOPT_FULL_GRADING names the unit or says all): each case runs the whole notebook in a sandbox (113 cases
-    took 13.5 minutes of a 2-core machine), and tests/test_notebooks.py already rejects every wrong answer."""
+    """The adversarial cases whose outcome depends on the real unit (its cells, hidden tests and checkers), and the
+    first stored wrong answer of each exercise (every case and every wrong answer when INFOPT_FULL_GRADING names the
+    unit or says all): each case runs the whole notebook in a sandbox (113 cases took 13.5 minutes of a 2-core
+    machine), and tests/test_notebooks.py already rejects every wrong answer."""
     if full_grading_asked(UNIT):
         return cases_for(REPO / "solutions" / UNIT / "wrong")
     seen: set = set()
     kept = []
     for case in cases_for(REPO / "solutions" / UNIT / "wrong"):
-        if case.student.startswith(INTAKE_CASES):
+        if case.student.startswith(INTAKE_CASES + SANDBOX_CASES):
             continue
         if case.student.startswith("x_"):
             if case.target in seen:

@@ -250,7 +250,7 @@ _scaled_add_cases({"n below BLOCK": 37, "n a multiple of BLOCK": 256, "odd n ove
                   [2.5, -0.75, 1.5], [0, 1, 2], hidden=False)
 ### BEGIN HIDDEN TESTS
 _rng = grading_rng(1)
-_blk = int(_rng.choice([32, 64, 128]))
+_blk = int(_rng.choice([32, 128]))   # not 64, the visible tests' BLOCK
 _sizes = {"n below BLOCK": int(_rng.integers(2, _blk)), "n a multiple of BLOCK": _blk * int(_rng.integers(2, 5)),
           "odd n over several blocks": _blk * int(_rng.integers(2, 5)) + int(_rng.integers(1, _blk)) | 1,
           "n = 1": 1}
@@ -305,7 +305,7 @@ for label, kern, block in (("online (blocks of 256)", softmax.online_softmax_ker
 # 5. Do not import the library's `softmax_kernel` or `online_softmax_kernel` (they are switched off while the tests
 #    run).
 #
-# The tests compare with a float64 softmax on rows of large magnitude, on negative rows, for n_cols not a power of
+# The tests compare with a float64 softmax on rows of large magnitude, on rows far below 0, for n_cols not a power of
 # two and for rows inside wider tensors, and count your kernel's loads and stores: "your softmax reads x 3 times;
 # one pass reads it once" is a failure even when the values are right.
 
@@ -336,19 +336,23 @@ def _check_softmax(n_rows: int, n_cols: int, pad: int, loc: float, scale: float,
     this case isolates."""
     g = torch.Generator().manual_seed(seed)
     width = n_cols + pad
-    x = loc + scale * torch.randn(n_rows, width, generator=g)
-    x[:, n_cols:] = 7.0 + 100.0 * torch.rand(n_rows, pad, generator=g)   # padding: reading it changes the result
+    out_width = n_cols + (pad + pad // 2 + 3 if pad else 0)          # out's rows further apart than x's
+    # both buffers have 2 * n_rows rows (the kernel sees the first n_rows), so a row stride swapped between x and
+    # out reads or writes the wrong rows instead of leaving the buffers
+    x = loc + scale * torch.randn(2 * n_rows, width, generator=g)
+    x[:, n_cols:] = 7.0 + 100.0 * torch.rand(2 * n_rows, pad, generator=g)   # padding: reading it changes the result
     x0 = x.clone()
-    out = poison_(torch.empty(n_rows, width))
+    out = poison_(torch.empty(2 * n_rows, out_width))
     block = next_power_of_2(n_cols)
     log = run_student_kernel("softmax_kernel", ("infopt.kernels.softmax:softmax_kernel",
                                                 "infopt.kernels.softmax:online_softmax_kernel"),
                              "the one-pass softmax", _SM_RULES["mask"], (n_rows,), x, out, n_rows, n_cols, width,
-                             width, BLOCK=block)
-    what = f"softmax_kernel on {n_rows} rows of n_cols={n_cols} (row strides {width}, BLOCK={block})"
+                             out_width, BLOCK=block)
+    what = (f"softmax_kernel on {n_rows} rows of n_cols={n_cols} (x_row_stride {width}, out_row_stride "
+            f"{out_width}, BLOCK={block})")
     check_true(torch.equal(x, x0), f"{what}: x is the input; your kernel changed it")
-    check_against_reference(f"[{rule}] out[:, :n_cols] of {what}", out[:, :n_cols].contiguous(),
-                            softmax.softmax_reference(x[:, :n_cols]), torch.float32)
+    check_against_reference(f"[{rule}] out[:n_rows, :n_cols] of {what}", out[:n_rows, :n_cols].contiguous(),
+                            softmax.softmax_reference(x[:n_rows, :n_cols]), torch.float32)
     xn, on = list(log.tensors)
     need = n_rows * n_cols
     ok = (log.reads(xn) == need and log.distinct_reads(xn) == need and log.writes(on) == need
@@ -362,11 +366,14 @@ def _softmax_cases(n_rows: int, pow2: int, odd: int, pad: int, seeds: list[int],
     """One case per rule, each passing for every answer that gets the earlier rules right."""
     runs = [("n_cols a power of two, moderate values", n_rows, pow2, 0, 0.0, 1.0, _SM_RULES["max"]),
             ("rows of large magnitude", n_rows, pow2, 0, 0.0, 300.0, _SM_RULES["max"]),
-            ("negative rows, n_cols not a power of two", n_rows, odd, 0, -30.0, 3.0, _SM_RULES["mask"]),
-            ("rows inside a wider tensor (row stride > n_cols)", n_rows, odd, pad, 0.0, 2.0, _SM_RULES["rows"]),
+            ("rows far below zero (x ~ -20000), n_cols not a power of two", n_rows, odd, 0, -2e4, 3.0,
+             _SM_RULES["mask"]),
+            ("rows inside wider tensors (x_row_stride, out_row_stride > n_cols, and different)", n_rows, odd, pad,
+             0.0, 2.0, _SM_RULES["rows"]),
             ("one column", 2, 1, pad, 5.0, 1.0, _SM_RULES["mask"])]
     for (label, r, c, p, loc, scale, rule), seed in zip(runs, seeds):
-        with case(label, show=f"{r} rows, n_cols={c}, row stride {c + p}, x ~ {loc} + {scale} * N(0, 1)",
+        with case(label, show=f"{r} rows, n_cols={c}, x_row_stride {c + p}, out_row_stride "
+                  f"{c + (p + p // 2 + 3 if p else 0)}, x ~ {loc} + {scale} * N(0, 1)",
                   hidden=hidden):
             _check_softmax(r, c, p, loc, scale, seed, rule)
 
@@ -509,7 +516,7 @@ print(f"INT4 weights: {packed.numel() * packed.element_size()} bytes packed + {s
 #    remainder when K is not a multiple of BLOCK_K (K can be smaller than BLOCK_K).
 # 3. Mask every tail: rows >= M, columns >= N and k >= K, loading 0 there (`other=0.0`).
 # 4. Address every element through the strides (`a_ptr + m * stride_am + k * stride_ak`, ...): A can be a
-#    transposed view and B too, so do not assume a row-major layout.
+#    transposed view and B and C too, so do not assume a row-major layout.
 # 5. Accumulate in float32 (`tl.zeros(..., dtype=tl.float32)`) whatever the input dtype, and store in c's dtype
 #    (`acc.to(c_ptr.dtype.element_ty)`).
 # 6. Do not import the library's `matmul_kernel` or `matmul_grouped_kernel` (they are switched off while the tests
@@ -558,22 +565,40 @@ def _symmetric(n: int, g: torch.Generator) -> torch.Tensor:
     return (r + r.T) / 2
 
 
-def _check_matmul(a: torch.Tensor, b: torch.Tensor, blocks: tuple[int, int, int], rule: str, note: str) -> None:
-    """Launch on a, b (any strides) into a poisoned C of a's dtype; `rule` names what this case isolates."""
+def _check_matmul(a: torch.Tensor, b: torch.Tensor, blocks: tuple[int, int, int], rule: str, note: str,
+                  c_transposed: bool = False) -> None:
+    """Launch on a, b (any strides) into a poisoned C of a's dtype (a transposed view when `c_transposed`); `rule`
+    names what this case isolates. Then check from the trace that program pid stored only inside its own tile."""
     (M, K), N = a.shape, b.shape[1]
     bm, bn, bk = blocks
-    c = poison_(torch.empty(M, N, dtype=a.dtype))
+    c = poison_(torch.empty(N, M, dtype=a.dtype).T if c_transposed else torch.empty(M, N, dtype=a.dtype))
     a0, b0 = a.clone(), b.clone()
     grid = (cdiv(M, bm) * cdiv(N, bn),)
-    run_student_kernel("matmul_kernel", ("infopt.kernels.matmul:matmul_kernel",
+    log = run_student_kernel("matmul_kernel", ("infopt.kernels.matmul:matmul_kernel",
                                          "infopt.kernels.matmul:matmul_grouped_kernel"),
                        "the matmul tile loop", _MM_RULES["mask"], grid, a, b, c, M, N, K, a.stride(0), a.stride(1),
                        b.stride(0), b.stride(1), c.stride(0), c.stride(1), BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk)
     what = (f"matmul_kernel with M={M}, N={N}, K={K}, blocks {blocks}, {a.dtype}, A strides {a.stride()}, B strides "
-            f"{b.stride()} ({note})")
+            f"{b.stride()}, C strides {c.stride()} ({note})")
     check_true(torch.equal(a, a0) and torch.equal(b, b0), f"{what}: A and B are inputs; your kernel changed them")
     rtol, atol = tolerance(a.dtype) if a.dtype != torch.float32 else (1e-4, 1e-4)
     check_against_reference(f"[{rule}] C of {what}", c, matmul.matmul_reference(a, b), a.dtype, rtol, atol)
+    offset = torch.as_strided(torch.arange(M * N), (M, N), c.stride()).flatten()   # element (m, n) -> offset in C
+    row_of, col_of = torch.empty(M * N, dtype=torch.long), torch.empty(M * N, dtype=torch.long)
+    row_of[offset] = torch.arange(M).repeat_interleave(N)
+    col_of[offset] = torch.arange(N).repeat(M)
+    num_pid_n = cdiv(N, bn)
+    for acc in log.accesses:
+        if acc.kind == "store" and acc.tensor == list(log.tensors)[2] and acc.offsets.size:
+            pid = acc.program[0]
+            offs = torch.from_numpy(acc.offsets.astype("int64"))
+            rows, cols = row_of[offs], col_of[offs]
+            pm, pn = pid // num_pid_n, pid % num_pid_n
+            ok = bool(((rows // bm) == pm).all() and ((cols // bn) == pn).all())
+            check_true(ok, f"{what}: {_MM_RULES['tile']}, pid_n = pid % cdiv(N, BLOCK_N) (row-major order), but "
+                       f"program {pid} stored C rows {int(rows.min())}..{int(rows.max())}, columns "
+                       f"{int(cols.min())}..{int(cols.max())}, where its tile is (pid_m, pid_n) = ({pm}, {pn}): rows "
+                       f"{pm * bm}.., columns {pn * bn}.. (cdiv(N, BLOCK_N) = {num_pid_n})")
 
 
 def _matmul_cases(m1: int, n1: int, mt: int, kt: int, kl: int, ms: tuple[int, int, int], kh: int, seeds: list[int],
@@ -595,12 +620,14 @@ def _matmul_cases(m1: int, n1: int, mt: int, kt: int, kl: int, ms: tuple[int, in
              _symmetric(kt, gens[2]), (16, 16, 16), "remainder"),
             ("K smaller than BLOCK_K", torch.randn(16, kl, generator=gens[3]), _symmetric(kl, gens[3]),
              (16, 16, 32), "remainder"),
-            ("A and B transposed views, odd sizes", a_t, b_t, (16, 16, 16), "strides"),
-            ("float16 inputs whose partial sums cancel", a16.half(), b16.half(), (16, 16, 32), "fp32")]
+            ("A, B and C transposed views, odd sizes", a_t, b_t, (16, 16, 16), "strides"),
+            ("float16 inputs whose partial sums cancel", a16.half(), b16.half(), (16, 16, 32), "fp32"),
+            ("BLOCK_M != BLOCK_N: tiles of 16 x 32", torch.randn(mt, kt, generator=gens[2]),
+             torch.randn(kt, sn + 20, generator=gens[3]), (16, 32, 16), "tile")]
     for label, a, b, blocks, rule in runs:
         with case(label, show=lambda: f"A {list(a.shape)} strides {a.stride()}, B {list(b.shape)} strides "
                   f"{b.stride()}, blocks {blocks}", hidden=hidden):
-            _check_matmul(a, b, blocks, _MM_RULES[rule], label)
+            _check_matmul(a, b, blocks, _MM_RULES[rule], label, c_transposed=rule == "strides")
 
 
 _matmul_cases(16, 48, 20, 40, 10, (24, 36, 20), 256, [0, 1, 2, 3, 4, 5], hidden=False)
@@ -661,7 +688,8 @@ print("max |acc / l - softmax(s) @ v| =", float((acc_run / l_run[:, None] - full
 # 2. Rescale the old sums to the new max: `l' = exp(m - m') * l + rowsum(exp(scores - m'))` and
 #    `acc' = exp(m - m')[:, None] * acc + exp(scores - m') @ v`.
 # 3. acc stays unnormalized: the caller divides by l once, after the last block.
-# 4. A row whose m and scores are all -inf keeps `m = -inf`, `l = 0` and `acc = 0`, with no NaN.
+# 4. A score of -inf adds nothing (`exp(-inf) = 0`), and the row's other scores in that block count as usual. A row
+#    whose m and scores are all -inf keeps `m = -inf`, `l = 0` and `acc = 0`, with no NaN.
 # 5. Do not modify m, l, acc, scores or v: return new tensors.
 # 6. Raise `ValueError` when the shapes disagree: m or l not `[R]`, acc not `[R, D]`, v not `[C, D]`.
 # 7. Do not call `infopt.kernels.attention.online_softmax_update`.
@@ -697,7 +725,9 @@ from infopt.grading import call_student, check_raises, forbidding
 _OS_RULES = {"max": "the running max of every score so far",
              "rescale": "rescale the old sums to the new max",
              "unnormalized": "acc stays unnormalized",
-             "masked": "a row whose m and scores are all -inf keeps m = -inf, l = 0 and acc = 0, with no NaN"}
+             "masked": "a row whose m and scores are all -inf keeps m = -inf, l = 0 and acc = 0, with no NaN",
+             "partial": "a score of -inf adds nothing (exp(-inf) = 0), and the row's other scores in that block count "
+                        "as usual"}
 _update = forbidding(online_softmax_update, "infopt.kernels.attention:online_softmax_update",
                      exercise="the online softmax update")
 
@@ -714,7 +744,8 @@ def _compare_state(got: tuple, want: tuple, what: str, rule: str) -> None:
                        for i in torch.nonzero(torch.isnan(t.reshape(len(wm), -1)))[:, 0]})
     check_true(not nan_rows, f"[{rule}] {what}: your (m, l, acc) hold NaN in rows {nan_rows[:8]}")
     bad = torch.nonzero(~torch.isclose(gm, wm, rtol=1e-6, atol=1e-6, equal_nan=True)).flatten().tolist()
-    check_true(not bad, f"[{_OS_RULES['max']}] {what}: m differs in rows {bad[:8]}: yours "
+    m_rule = _OS_RULES["masked"] if bad and bool(torch.isneginf(wm[bad]).any()) else _OS_RULES["max"]
+    check_true(not bad, f"[{m_rule}] {what}: m differs in rows {bad[:8]}: yours "
                f"{gm[bad[:4]].tolist()}, expected {wm[bad[:4]].tolist()}")
     bad = torch.nonzero(~torch.isclose(gl, wl, rtol=1e-5, atol=1e-5)).flatten().tolist()
     check_true(not bad, f"[{rule}] {what}: l differs in rows {bad[:8]}: yours {gl[bad[:4]].tolist()}, expected "
@@ -757,12 +788,17 @@ def _online_cases(r: int, d: int, c: int, seeds: list[int], hidden: bool) -> Non
     masked[0] = -math.inf                                                             # a row with no key at all
     masked[1, : 2 * c] = -math.inf                                                    # keys arrive in block 3 only
     masked[2, : c] = -math.inf
+    partial = torch.randn(r, 3 * c, generator=gens[3]) * 2
+    partial[:, 1::2] = -math.inf                                                      # every block partly masked
+    partial[0, : 2 * c] = -math.inf                                                   # and a row masked, then partly
+    partial[1, torch.arange(3 * c) > c + 1] = -math.inf                               # a causal-like edge in block 2
     runs = [("a first block (m = -inf)", one, [0, c], _OS_RULES["rescale"]),
             ("blocks that do not raise the max", falling, [0, c, 2 * c, 3 * c], _OS_RULES["max"]),
             ("blocks that raise the max", rising, [0, c, 2 * c, 3 * c], _OS_RULES["rescale"]),
             ("blocks of unequal widths", torch.randn(r, 2 * c + 3, generator=gens[4]) * 3, [0, 1, c, 2 * c + 3],
              _OS_RULES["rescale"]),
-            ("rows whose scores are all -inf so far", masked, [0, c, 2 * c, 3 * c], _OS_RULES["masked"])]
+            ("rows whose scores are all -inf so far", masked, [0, c, 2 * c, 3 * c], _OS_RULES["masked"]),
+            ("blocks whose rows are partly masked to -inf", partial, [0, c, 2 * c, 3 * c], _OS_RULES["partial"])]
     for label, scores, cuts, rule in runs:
         v = torch.randn(scores.shape[1], d, generator=gens[5])
         with case(label, show=lambda: f"R={r}, D={d}, block edges {cuts}", hidden=hidden):
@@ -775,7 +811,9 @@ def _online_errors(hidden: bool) -> None:
     bad = {"m of 2 rows for 3 score rows": (m[:2], l, acc, s, v), "l of 2 rows for 3 score rows": (m, l[:2], acc, s, v),
            "acc of 2 rows": (m, l, acc[:2], s, v), "acc [3, 4] for v [5, 3]": (m, l, acc, s, v[:, :3]),
            "v of 4 keys for 5 score columns": (m, l, acc, s, v[:4]),
-           "m [3, 1] instead of [3]": (m[:, None], l, acc, s, v)}
+           "m [3, 1] instead of [3]": (m[:, None], l, acc, s, v), "l [3, 1] instead of [3]": (m, l[:, None], acc, s, v),
+           "acc [3, 1, 4] instead of [3, 4]": (m, l, acc[:, None], s, v),
+           "v [5, 1, 4] instead of [5, 4]": (m, l, acc, s, v[:, None])}
     for label, args in bad.items():
         with case(label, show=lambda: ", ".join(str(list(t.shape)) for t in args), hidden=hidden):
             check_raises(ValueError, _update, *args, name=f"online_softmax_update with {label} (the shapes disagree)")
@@ -810,8 +848,10 @@ _online_errors(hidden=True)
 # Write `flash_attention_kernel(q_ptr, k_ptr, v_ptr, o_ptr, stride_qh, stride_qs, stride_kh, stride_ks, stride_vh,
 # stride_vs, stride_oh, stride_os, S, scale, D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL:
 # tl.constexpr)`. q, k, v, o are float32 `[B*H, S, D]`, contiguous in D: row s of head h of q is at
-# `q_ptr + h * stride_qh + s * stride_qs`. It is launched on the grid `(cdiv(S, BLOCK_M), B*H)` with D in
-# {16, 32, 64}, `scale = 1 / sqrt(D)`, and BLOCK_N dividing BLOCK_M (powers of two >= 16). Program
+# `q_ptr + h * stride_qh + s * stride_qs`, and likewise for k, v and o through their own strides (the four tensors
+# need not share a layout: each can be a view of a wider or permuted tensor). It is launched on the grid
+# `(cdiv(S, BLOCK_M), B*H)` with D in {16, 32, 64}, `scale = 1 / sqrt(D)`, and BLOCK_N dividing BLOCK_M (powers of
+# two >= 16). Program
 # `(pid_m, h) = (tl.program_id(0), tl.program_id(1))` computes the output rows `pid_m * BLOCK_M ..` of head h:
 #
 # 1. The scores are `q . k * scale`; the output is their softmax over the keys times v.
@@ -830,7 +870,8 @@ _online_errors(hidden=True)
 #
 # The tests launch your kernel with `attention.flash_attention_launch` (which returns the grid and the arguments),
 # compare with a float64 attention (to 1e-4) for S not a multiple of the blocks, causal and not, D of 16, 32 and 64,
-# and count the loads and stores of q, k, v and o.
+# scores far from 0 (|q . k * scale| ~ 200) and q, k, v, o of four different layouts, and count the loads and stores
+# of q, k, v and o.
 
 # %% solution=true grade_id="flash_attention_kernel"
 @triton.jit
@@ -942,6 +983,44 @@ _bm = int(_rng.choice([16, 32]))
 _flash_cases(int(_rng.integers(1, 3)), tuple(int(v) for v in _rng.permutation([16, 32, 64])), _bm, _bn,
              (int(_rng.integers(17, 3 * _bm)) | 1, int(_rng.integers(17, 3 * _bm)) | 1),
              [int(s) for s in _rng.integers(0, 2**30, 6)], hidden=True)
+
+
+def _flash_values(q, k, v, o, causal: bool, bm: int, bn: int, rule: str, note: str) -> None:
+    """Launch on [BH, S, D] views q, k, v, o (each with its own strides, D contiguous) and compare o's values."""
+    bh, s, d = q.shape
+    args = (q, k, v, o, q.stride(0), q.stride(1), k.stride(0), k.stride(1), v.stride(0), v.stride(1), o.stride(0),
+            o.stride(1), s, 1.0 / math.sqrt(d))
+    what = (f"flash_attention_kernel with {bh} heads, S={s}, D={d}, BLOCK_M={bm}, BLOCK_N={bn}, CAUSAL={causal}, "
+            f"(head, row) strides q {q.stride()[:2]}, k {k.stride()[:2]}, v {v.stride()[:2]}, o {o.stride()[:2]} "
+            f"({note})")
+    run_student_kernel("flash_attention_kernel", ("infopt.kernels.attention:flash_attention_kernel",),
+                       "flash attention", f"{rule} ({what})", (cdiv(s, bm), bh), *args, D=d, BLOCK_M=bm,
+                       BLOCK_N=bn, CAUSAL=causal)
+    check_against_reference(f"[{rule}] o of {what}", o, attention.attention_reference(q, k, v, causal),
+                            torch.float32, 1e-4, 1e-4)
+
+
+_FA_STRIDES = "address q, k, v and o each through its own strides"
+_fs, _fd = 2 * _bm + int(_rng.integers(1, _bm)), int(_rng.choice([16, 32]))
+_g = torch.Generator().manual_seed(int(_rng.integers(0, 2**30)))
+with case("scores far from 0 (|q . k * scale| ~ 200): the running max starts at -inf and is subtracted before exp",
+          show=f"1 head, S={_fs}, D={_fd}, BLOCK_M={_bm}, BLOCK_N={_bn}", hidden=True):
+    _u = torch.nn.functional.normalize(torch.randn(_fd, generator=_g), dim=0)
+    _a = math.sqrt(200.0 * math.sqrt(_fd))
+    _sign = torch.where(torch.arange(_fs) % 2 == 0, 1.0, -1.0)[:, None]      # rows alternate: scores ~ -200, ~ +200
+    _q = (_sign * _a * _u + torch.randn(_fs, _fd, generator=_g))[None]
+    _k = (-_a * _u + torch.randn(_fs, _fd, generator=_g))[None]
+    _v = torch.randn(1, _fs, _fd, generator=_g)
+    for _causal in (False, True):
+        _flash_values(_q, _k, _v, poison_(torch.empty_like(_q)), _causal, _bm, _bn, _FA_RULES["rescale"],
+                      "queries alternate between scores near -200 and near +200")
+with case("q, k, v and o of four different layouts", show=f"2 heads, S={_fs}, D={_fd}, BLOCK_M={_bm}, "
+          f"BLOCK_N={_bn}", hidden=True):
+    _q = torch.randn(2, _fs + 3, _fd, generator=_g)[:, :_fs]                         # rows padded
+    _k = torch.randn(_fs, 2, _fd, generator=_g).transpose(0, 1)                     # [S, BH, D] permuted
+    _v = torch.randn(2, _fs + 7, _fd, generator=_g)[:, 5:5 + _fs]                   # rows padded, offset
+    _o = poison_(torch.empty(_fs, 3, _fd)).transpose(0, 1)[:2]                      # [S, BH + 1, D] permuted
+    _flash_values(_q, _k, _v, _o, False, _bm, _bn, _FA_STRIDES, "each tensor its own layout")
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -1217,6 +1296,37 @@ print({k: str(v) for k, v in tiling.layouts.items()})
 cute.tiling_figure(tiling).show()
 
 # %% [markdown]
+# **The tiles a kernel touches, from the algebra and from the tracer.** Divide C's row-major layout by the block
+# tile and mode 1 of the result lists the tiles; program `pid` of `matmul_kernel` owns tile
+# `(pid // num_pid_n, pid % num_pid_n)`. The tracer's record of the exercise-3 kernel says which elements each
+# program really stored and loaded: the same sets, program by program.
+
+# %%
+M_, N_, K_, BM, BN, BK = 48, 32, 16, 16, 16, 16
+a_, b_ = torch.randn(M_, K_), torch.randn(K_, N_)
+c_ = torch.empty(M_, N_)
+num_m, num_n = cdiv(M_, BM), cdiv(N_, BN)
+log = run_traced(matmul.matmul_kernel, (num_m * num_n,), a_, b_, c_, M_, N_, K_, *a_.stride(), *b_.stride(),
+                 *c_.stride(), BLOCK_M=BM, BLOCK_N=BN, BLOCK_K=BK)
+c_tiles = cute.zipped_divide(cute.row_major((M_, N_)), (BM, BN))    # mode 0: one BM x BN tile; mode 1: the tiles
+a_tiles = cute.zipped_divide(cute.row_major((M_, K_)), (BM, BK))
+print(f"C {cute.row_major((M_, N_))} divided by ({BM}, {BN}): {c_tiles}")
+agree = 0
+for pid in range(num_m * num_n):
+    pid_m, pid_n = pid // num_n, pid % num_n                            # matmul_kernel's row-major program order
+    tile = pid_m + pid_n * num_m                                        # mode 1's index (colexicographic)
+    algebra = sorted(c_tiles(i, tile) for i in range(BM * BN))
+    stored = sorted(int(o) for acc in log.accesses if acc.kind == "store" and acc.tensor == "c_ptr"
+                    and acc.program[0] == pid for o in acc.offsets)
+    a_rows = sorted({int(o) for acc in log.accesses if acc.kind == "load" and acc.tensor == "a_ptr"
+                     and acc.program[0] == pid for o in acc.offsets})
+    a_algebra = sorted(a_tiles(i, pid_m + k * num_m) for k in range(cdiv(K_, BK)) for i in range(BM * BK))
+    agree += algebra == stored and a_rows == a_algebra
+assert agree == num_m * num_n
+print(f"{agree} of {num_m * num_n} programs stored exactly their tile of C and loaded exactly their row of A tiles, "
+      "as the layouts say")
+
+# %% [markdown]
 # Explore layouts and their division: pick a shape and strides, and a tile; the left heatmap shows each element's
 # offset, the right one which tile (mode 1 of the logical divide) each element falls in.
 
@@ -1301,6 +1411,10 @@ _COMP_RULES = {
     "order": "B first, then A: R's domain is B's, size(R) == size(B) and R(i) = A(B(i))",
     "stride": "divide B's stride out of A's modes (rule 5)",
     "coalesce": "coalesce A first: the rules need A with as few modes as possible (rule 4)",
+    "skip": "divide B's stride out of A's modes (rule 5): a rest_stride that is a multiple of s_i skips the whole mode",
+    "take": "then take the first s elements (rule 6): a rest_shape that is a multiple of s_i' takes the whole mode",
+    "last": "append the last mode rest_shape : rest_stride * d_n (rule 6): CuTe treats A's last mode as unbounded, so "
+            "no divisibility condition applies to it",
     "all": "R(i) = A(B(i)) by all the rules at once",
 }
 
@@ -1366,6 +1480,11 @@ def _comp_cases(p: int, q: int, c: int, a1: int, hidden: bool) -> None:
     a = Layout((p * q, a1), (c, c * p * q + 1))                       # two modes that do not coalesce
     run("B = s:1 picks A's first s elements", a, Layout(p, 1), _COMP_RULES["order"])
     run("B with a stride: every q-th element", a, Layout(p, q), _COMP_RULES["stride"])
+    run("B's stride skips A's first mode: a multiple of its size", Layout((p, 2 * a1), (c, c * p + 1)),
+        Layout(a1, 2 * p), _COMP_RULES["skip"])
+    run("B = s:1 runs past A's first mode", Layout((p, q * a1), (c, c * p + 1)), Layout(p * q, 1), _COMP_RULES["take"])
+    run("A's last mode is unbounded: B's stride need not divide its size", Layout(p + 1, c), Layout(2, p),
+        _COMP_RULES["last"])
     run("A not coalesced: (p, q):(c, c p), one mode in disguise", Layout((p, q, a1), (c, c * p, c * p * q + 1)),
         Layout(p, q), _COMP_RULES["coalesce"])
     b = Layout(((2, p), q), ((q, 2 * q), 1))                          # a 2-level B: mode 0 nested
@@ -1596,8 +1715,9 @@ def _ring_structure(n: int) -> list:
                f"{what} must return a list of steps, each step a list of Transfer; got {str(sched)[:160]}")
     for s, step in enumerate(sched):
         senders = sorted(t.src for t in step)
-        wrong = [t for t in step if not (isinstance(t.chunk, int) and not isinstance(t.chunk, bool)
-                                         and isinstance(t.src, int) and t.dst == (t.src + 1) % n)]
+        wrong = [t for t in step if not (isinstance(t.chunk, (int, np.integer)) and not isinstance(t.chunk, bool)
+                                         and isinstance(t.src, (int, np.integer)) and not isinstance(t.src, bool)
+                                         and t.dst == (t.src + 1) % n)]
         problem = (f"this step's senders are {senders}, want each of {list(range(n))} once"
                    if senders != list(range(n)) else f"{wrong[0] if wrong else ''} is not one chunk from rank r to "
                    f"(r + 1) % {n}")
