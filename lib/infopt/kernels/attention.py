@@ -13,6 +13,8 @@ from typing import Any
 
 import torch
 
+from infopt.llm.paged_blocks import checked_int
+
 from .backend import cdiv, runnable, tl, triton
 
 __all__ = ["online_softmax_update", "flash_attention_kernel", "flash_attention", "flash_attention_launch",
@@ -179,9 +181,8 @@ def attention_min_reads(S: int, D: int, block_m: int, causal: bool = False, batc
     of k and v each query block's keys (all S; causal: keys 0 .. the block's last query), O(S * D * S / block_m) in
     total, never an S x S array (o is written once: S * D). With block_n dividing block_m the kernel here reads
     exactly this. Times `batch_heads` (B * H) for a whole launch."""
-    for name, val in (("S", S), ("D", D), ("block_m", block_m), ("batch_heads", batch_heads)):
-        if isinstance(val, bool) or not isinstance(val, int) or val < 1:
-            raise ValueError(f"{name} must be an int >= 1, got {val!r}")
+    S, D, block_m, batch_heads = (checked_int(v, name, 1) for v, name in
+                                  ((S, "S"), (D, "D"), (block_m, "block_m"), (batch_heads, "batch_heads")))
     blocks = cdiv(S, block_m)
     if causal:
         keys = sum(min((i + 1) * block_m, S) for i in range(blocks))

@@ -16,6 +16,7 @@ import math
 import torch
 
 from .backend import cdiv, next_power_of_2, runnable, tl, triton
+from infopt.llm.paged_blocks import checked_int
 
 __all__ = ["flash_decoding_split_kernel", "flash_decoding_reduce_kernel", "flash_decoding", "paged_decode_kernel",
            "paged_decode", "decode_reference"]
@@ -87,11 +88,6 @@ def _tensor(t: object, name: str) -> torch.Tensor:
     return t
 
 
-def _positive_int(value: object, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be an int >= 1, got {value!r}")
-    return value
-
 
 def _float_dtype(t: torch.Tensor, name: str) -> None:
     if t.dtype not in (torch.float16, torch.bfloat16, torch.float32):
@@ -117,8 +113,8 @@ def flash_decoding(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, num_splits
         _float_dtype(t, name)
     if not (q.dtype == k.dtype == v.dtype):
         raise TypeError(f"q, k, v must share a dtype; got {q.dtype}, {k.dtype}, {v.dtype}")
-    num_splits = _positive_int(num_splits, "num_splits")
-    block_n = _positive_int(block_n, "block_n")
+    num_splits = checked_int(num_splits, "num_splits", 1)
+    block_n = checked_int(block_n, "block_n", 1)
     if block_n & (block_n - 1):
         raise ValueError(f"block_n must be a power of two, got {block_n}")
     qf, kf, vf = q.contiguous().view(b * h, d), k.contiguous().view(b * hkv, s, d), v.contiguous().view(b * hkv, s, d)

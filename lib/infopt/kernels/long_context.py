@@ -15,21 +15,17 @@ from typing import Any
 import numpy as np
 
 from infopt.llm.memory import ModelSpec, dtype_bytes, kv_cache_bytes
+from infopt.llm.paged_blocks import checked_int
 
 __all__ = ["scores_bytes", "memory_vs_s", "naive_attention", "chunked_attention", "peak_bytes",
            "measure_peak_vs_s"]
 
 
-def _positive_int(value: object, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name} must be an int >= 1, got {value!r}")
-    return int(value)
-
 
 def scores_bytes(S: int, n_heads: int, dtype_bytes: float) -> int:
     """Bytes of the S x S attention scores of `n_heads` heads (one layer, one sequence) that a naive attention
     materializes: S * S * n_heads * dtype_bytes."""
-    S, n_heads = _positive_int(S, "S"), _positive_int(n_heads, "n_heads")
+    S, n_heads = checked_int(S, "S", 1), checked_int(n_heads, "n_heads", 1)
     if not isinstance(dtype_bytes, (int, float)) or isinstance(dtype_bytes, bool) or dtype_bytes <= 0:
         raise ValueError(f"dtype_bytes must be a positive number (bytes per element, 2 for fp16), got "
                          f"{dtype_bytes!r}")
@@ -46,7 +42,7 @@ def memory_vs_s(spec: ModelSpec, lengths: Sequence[int], dtype: str = "fp16") ->
     b = dtype_bytes(dtype)
     rows = []
     for S in lengths:
-        S = _positive_int(S, "each length")
+        S = checked_int(S, "each length", 1)
         rows.append({"S": S, "kv_cache_bytes": int(kv_cache_bytes(spec, S, dtype)),
                      "naive_scores_bytes": scores_bytes(S, spec.n_heads, b),
                      "flash_extra_bytes": spec.n_heads * S * 4})
@@ -76,7 +72,7 @@ def chunked_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, chunk: int) -
     """The same attention flash-style: `chunk` queries at a time, an online softmax over `chunk`-key blocks, so the
     largest temporary is chunk x chunk and memory grows like S * D (the output), never S x S."""
     _check_qkv(q, k, v)
-    chunk = _positive_int(chunk, "chunk")
+    chunk = checked_int(chunk, "chunk", 1)
     sq, d = q.shape
     scale = 1.0 / np.sqrt(d)
     out = np.empty((sq, v.shape[1]), dtype=np.result_type(q, k, v))
@@ -119,11 +115,11 @@ def peak_bytes(fn: Callable[..., Any], *args: Any) -> int:
 
 def measure_peak_vs_s(lengths: Sequence[int], D: int = 32, chunk: int = 64, seed: int = 0) -> list[dict[str, int]]:
     """One row per S: {S, naive_peak, chunked_peak} bytes (float64 q, k, v [S, D], made before measuring)."""
-    D, chunk = _positive_int(D, "D"), _positive_int(chunk, "chunk")
+    D, chunk = checked_int(D, "D", 1), checked_int(chunk, "chunk", 1)
     rng = np.random.default_rng(seed)
     rows = []
     for S in lengths:
-        S = _positive_int(S, "each length")
+        S = checked_int(S, "each length", 1)
         q, k, v = (rng.standard_normal((S, D)) for _ in range(3))
         rows.append({"S": S, "naive_peak": peak_bytes(naive_attention, q, k, v),
                      "chunked_peak": peak_bytes(chunked_attention, q, k, v, chunk)})
