@@ -11,7 +11,7 @@ ROSTER ?=
 OUT ?= build/grades
 WORKERS ?=
 
-.PHONY: setup lab test release grade bench clean
+.PHONY: setup lab test proof release grade bench clean
 
 setup:
 	@bash tools/setup.sh
@@ -27,10 +27,16 @@ lab: setup
 ## `python benchmarks/suite.py` (per-test durations: build/test-durations.json).
 test:
 	@start=$$(date +%s); bash tools/setup.sh --test || exit $$?; setup_end=$$(date +%s); \
-	$(BIN)/python -m pytest -n $${TEST_WORKERS:-2} --dist loadgroup $(PYTEST_ARGS); rc=$$?; end=$$(date +%s); \
+	INFOPT_SETUP_S=$$((setup_end - start)) $(BIN)/python -m pytest -n $${TEST_WORKERS:-2} --dist loadgroup $(PYTEST_ARGS); \
+	rc=$$?; end=$$(date +%s); \
 	echo "make test: wall time $$((end - start)) s ($$(( (end - start) / 60 )) min $$(( (end - start) % 60 )) s; setup $$((setup_end - start)) s, tests $$((end - setup_end)) s); exit $$rc"; \
 	echo "make test: per-test durations in build/test-durations.json; the slowest and the seconds per unit: .venv/bin/python benchmarks/suite.py"; \
 	exit $$rc
+
+## The full proof of a unit before it is called done (every unit without UNIT=): its notebook tests with every stored
+## wrong answer under 20 grading seeds and through nbgrader, its browser test, and the mutation benchmark.
+proof:
+	@bash tools/setup.sh --test || exit $$?; $(BIN)/python -m tests.notebooks.proof $(if $(UNIT),--unit $(UNIT))
 
 ## Rebuild course/ (the student release) from solutions/.
 release: setup

@@ -28,9 +28,13 @@ class NbgraderFailed(RuntimeError):
 
 
 def make_course_root(root: Path, unit: str, source_nb: nbformat.NotebookNode,
-                     data_dir: Path | None = None) -> Path:
-    """Lay out an nbgrader course root at `root`: config, source/<unit>/<unit>.ipynb and the unit's data files."""
+                     data_dir: Path | None = None, gradebook: Path | None = None) -> Path:
+    """Lay out an nbgrader course root at `root`: config, source/<unit>/<unit>.ipynb and the unit's data files
+    (and a copy of `gradebook`, an empty one from `empty_gradebook`, when given)."""
     root = Path(root)
+    if gradebook is not None:
+        root.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(gradebook, root / "gradebook.db")
     src = root / "source" / unit
     src.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(CONFIG_FILE, root / "nbgrader_config.py")
@@ -51,24 +55,30 @@ def _env(root: Path) -> dict[str, str]:
     return env
 
 
-def run_nbgrader(root: Path, *args: str, timeout_s: float = NBGRADER_STARTUP_S, check: bool = True) -> str:
+def run_nbgrader(root: Path, *args: str, timeout_s: float = NBGRADER_STARTUP_S, check: bool = True,
+                 env: dict[str, str] | None = None) -> str:
     """Run `nbgrader <args>` in course root `root` and return its output.
 
     Raises NbgraderFailed when it overruns `timeout_s` (killed with its process group) and, if `check`, when it
-    exits non-zero or logs an ERROR line.
+    exits non-zero or logs an ERROR line. `env` adds variables to the command's environment (and its kernels').
     """
     cmd = [sys.executable, "-m", "nbgrader", *args, f"--CourseDirectory.root={root}"]
-    proc = subprocess.Popen(cmd, cwd=root, env=_env(root), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, start_new_session=True)
+    return _run(cmd, root, f"nbgrader {' '.join(args)}", timeout_s, check, env)
+
+
+def _run(cmd: list[str], root: Path, what: str, timeout_s: float, check: bool, env: dict[str, str] | None) -> str:
+    """Run one nbgrader process in `root` under a wall budget (see run_nbgrader)."""
+    proc = subprocess.Popen(cmd, cwd=root, env={**_env(root), **(env or {})}, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
     try:
         out, _ = proc.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         out, _ = proc.communicate()
-        raise NbgraderFailed(f"`nbgrader {' '.join(args)}` ran past its wall budget of {timeout_s:.0f} s and was "
+        raise NbgraderFailed(f"`{what}` ran past its wall budget of {timeout_s:.0f} s and was "
                              f"killed (a hung cell? see jupyter/nbclient#312).\n--- output tail ---\n{out[-4000:]}")
     if check and (proc.returncode != 0 or re.search(r"\| ERROR\]", out or "")):
-        raise NbgraderFailed(f"`nbgrader {' '.join(args)}` failed (exit {proc.returncode}).\n"
+        raise NbgraderFailed(f"`{what}` failed (exit {proc.returncode}).\n"
                              f"--- output tail ---\n{out[-4000:]}")
     return out
 
@@ -122,7 +132,7 @@ def place_submission(root: Path, unit: str, student: str, nb: nbformat.NotebookN
 
 
 def autograde(root: Path, unit: str, n_students: int, *, cell_timeout_s: int = 120,
-              notebook_budget_s: float = 180.0) -> str:
+              notebook_budget_s: float = 180.0, env: dict[str, str] | None = None) -> str:
     """Autograde every placed submission of `unit` in ONE nbgrader command (one start-up for all students).
 
     Each cell may run `cell_timeout_s`; the whole command must finish within start-up + n_students x
@@ -132,7 +142,33 @@ def autograde(root: Path, unit: str, n_students: int, *, cell_timeout_s: int = 1
     """
     budget = NBGRADER_STARTUP_S + n_students * notebook_budget_s
     return run_nbgrader(root, "autograde", unit, "--force", "--log-level=WARN",
-                        f"--Execute.timeout={int(cell_timeout_s)}", timeout_s=budget, check=False)
+                        f"--Execute.timeout={int(cell_timeout_s)}", timeout_s=budget, check=False, env=env)
+
+
+def generate_and_autograde(root: Path, unit: str, n_students: int, *, cell_timeout_s: int = 120,
+                           notebook_budget_s: float = 180.0, env: dict[str, str] | None = None) -> str:
+    """`generate_assignment` (into the gradebook) then `autograde` of every placed submission, in ONE process.
+
+    The same nbgrader code the two commands run (its API, with this root's nbgrader_config.py), without a second
+    start-up: importing nbgrader's apps costs about 4 s. Budgets and failures as `autograde`; a failed
+    generate_assignment raises NbgraderFailed.
+    """
+    budget = 2 * NBGRADER_STARTUP_S + n_students * notebook_budget_s
+    cmd = [sys.executable, str(Path(__file__).resolve()), str(root), unit, str(int(cell_timeout_s))]  # no PYTHONPATH: kernels inherit it
+    return _run(cmd, root, f"generate_assignment + autograde {unit}", budget, False, env)
+
+
+def empty_gradebook(folder: Path) -> Path:
+    """An empty gradebook with nbgrader's schema, made once per folder: nbgrader asks a separate `alembic`
+    process for the schema's version whenever it creates a gradebook (about 3 s); a copy of this one skips that."""
+    path = Path(folder) / "empty-gradebook.db"
+    if not path.is_file():
+        part = path.with_suffix(f".{os.getpid()}.part")
+        code = "import sys; from nbgrader.api import Gradebook; Gradebook('sqlite:///' + sys.argv[1]).close()"
+        subprocess.run([sys.executable, "-c", code, str(part)], check=True, env=_env(Path(folder)),
+                       capture_output=True, timeout=NBGRADER_STARTUP_S)
+        part.replace(path)
+    return path
 
 
 def read_scores(root: Path, unit: str) -> dict[str, dict[str, tuple[float, float]]]:
@@ -178,3 +214,28 @@ def timed(fn, *args, **kwargs):
     t0 = time.perf_counter()
     out = fn(*args, **kwargs)
     return out, time.perf_counter() - t0
+
+
+def _generate_and_autograde(root: Path, unit: str, cell_timeout_s: int) -> int:
+    """The process `generate_and_autograde` starts: both steps through nbgrader's API; prints their logs."""
+    from nbgrader.apps import NbGraderAPI
+    from nbgrader.coursedir import CourseDirectory
+    from traitlets.config.loader import PyFileConfigLoader
+
+    config = PyFileConfigLoader(CONFIG_FILE.name, path=str(root)).load_config()  # installs the #312 guard too
+    config.CourseDirectory.root = str(root)
+    config.Execute.timeout = int(cell_timeout_s)
+    api = NbGraderAPI(coursedir=CourseDirectory(config=config), config=config, log_level="WARN")
+    for step, run in (("generate_assignment", lambda: api.generate_assignment(unit, force=True)),
+                      ("autograde", lambda: api.autograde(unit, "*", force=True))):
+        result = run()
+        print(result.get("log", ""), end="")
+        if not result["success"]:
+            print(f"[ERROR] {step} failed:\n{result.get('error', '')}")
+            if step == "generate_assignment":
+                return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(_generate_and_autograde(Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])))

@@ -2,7 +2,8 @@
 notebook harness).
 
 It also watches the suite's time budget: every test's duration (setup + call + teardown, as the xdist controller
-receives them) goes to build/test-durations.json when the session ends; `benchmarks/suite.py` reads it.
+receives them) goes to build/test-durations.json when the session ends, with `make test`'s setup seconds
+(INFOPT_SETUP_S); `benchmarks/suite.py` reads it.
 """
 from __future__ import annotations
 
@@ -33,7 +34,9 @@ def pytest_sessionfinish(session, exitstatus) -> None:
     if hasattr(session.config, "workerinput") or not _times:
         return
     DURATIONS.parent.mkdir(parents=True, exist_ok=True)
-    doc = {"wall_s": round(time.time() - _start, 1), "exitstatus": int(exitstatus),
+    setup = os.environ.get("INFOPT_SETUP_S")  # `make test` passes its setup's seconds
+    doc = {"wall_s": round(time.time() - _start, 1), "setup_s": float(setup) if setup else None,
+           "exitstatus": int(exitstatus),
            "workers": int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", 0) or 0) or None,
            "tests": {k: dict(v, seconds=round(v["seconds"], 3)) for k, v in sorted(_times.items())}}
     DURATIONS.write_text(json.dumps(doc, indent=1) + "\n")

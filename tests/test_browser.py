@@ -1,11 +1,13 @@
 """The course as a student sees it: JupyterLab in headless Chromium, widgets and Netron included.
 
-For every unit notebook with interactive views (ipywidgets sliders, plotly FigureWidgets, Netron), this starts
-JupyterLab on 127.0.0.1 (random port and token), opens the notebook with its exercises completed (the
-instructor's solution, as a student who finished them has it), runs all cells through JupyterLab's Run menu,
-moves every slider and checks that the figure it drives changed, checks that Netron drew the graph's node
-names, saves screenshots under artifacts/browser/, fails if the page tried to reach any host but loopback, and
-checks that every process it started is gone at the end.
+ONE JupyterLab server (127.0.0.1, random port and token) and one Chromium serve every unit notebook with
+interactive views (ipywidgets sliders, plotly FigureWidgets, Netron); the server's start is the first test here,
+so each unit's test costs its own notebook only. Each unit's test opens the notebook with its exercises completed
+(the instructor's solution, as a student who finished them has it), runs all cells through JupyterLab's Run menu,
+moves every slider and checks that the figure it drives changed, checks that Netron drew the graph's node names,
+saves screenshots under artifacts/browser/, fails if the page tried to reach any host but loopback, then shuts its
+kernel down and checks that every process the kernel started is gone and no Netron server still listens. The last
+test stops the server and checks that nothing it or the browser started outlives it.
 
 Run it alone with:  .venv/bin/python -m pytest tests/test_browser.py -m browser -v
 """
@@ -61,54 +63,104 @@ def test_some_units_have_widgets():
     assert widget_units(), "no unit notebook has interactive views; the browser test would check nothing"
 
 
-@pytest.mark.parametrize("unit", widget_units())
-def test_student_view(unit: str, tmp_path: Path):
-    _need_browser()
-    from playwright.sync_api import sync_playwright
+class Lab:
+    """The shared JupyterLab server and Chromium of this module, with every browser process seen."""
 
-    # A scratch copy of the course folder with this unit's completed notebook (course/ itself is never written).
-    root = tmp_path / "course"
-    (root / unit).mkdir(parents=True)
-    nbformat.write(release.build_source_notebook(unit), root / unit / f"{unit}.ipynb")
-    for extra in (ROOT / "course" / unit).glob("*"):
-        if extra.suffix != ".ipynb":
-            (shutil.copytree if extra.is_dir() else shutil.copy)(extra, root / unit / extra.name)
+    def __init__(self, root: Path, workdir: Path) -> None:
+        self.server = LabServer(root, workdir)
+        self.browser_pids: set[int] = set()
+        self._pw = self.ctx = None
+        self.visit = student.Visit()   # the unit under test: the browser's route guard records into its visit
+
+    def start(self) -> "Lab":
+        from playwright.sync_api import sync_playwright
+
+        self.server.__enter__()
+        self._pw = sync_playwright().start()
+        self.ctx = student.open_browser(self._pw, lambda url: self.visit.blocked.append(url))
+        self.note_browser()
+        return self
+
+    def note_browser(self) -> None:
+        me = psutil.Process()
+        self.browser_pids |= {c.pid for c in me.children(recursive=True) if "chrom" in c.name().lower()}
+
+    def stop(self) -> list[str]:
+        """Close the browser and shut the server down through its API; what is still alive afterwards."""
+        self.note_browser()
+        try:
+            if self.ctx is not None:
+                self.ctx.close()
+            if self._pw is not None:
+                self._pw.stop()
+        finally:
+            self.ctx = self._pw = None
+            self.server.stop()
+        return self.server.leftovers() + [f"{p} chromium" for p in self.browser_pids if psutil.pid_exists(p)
+                                          and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """A scratch course folder with every widget unit's completed notebook (course/ itself is never written), served
+    by one JupyterLab and visited by one Chromium."""
+    _need_browser()
+    tmp = tmp_path_factory.mktemp("lab")
+    root = tmp / "course"
+    for unit in widget_units():
+        (root / unit).mkdir(parents=True)
+        nbformat.write(release.build_source_notebook(unit), root / unit / f"{unit}.ipynb")
+        for extra in (ROOT / "course" / unit).glob("*"):
+            if extra.suffix != ".ipynb":
+                (shutil.copytree if extra.is_dir() else shutil.copy)(extra, root / unit / extra.name)
+    shared = Lab(root, tmp)
+    try:
+        yield shared.start()
+    finally:
+        if shared.ctx is not None or shared.server.proc is not None and shared.server.proc.poll() is None:
+            shared.stop()
+        shared.server.kill_leftovers()
+        for pid in shared.browser_pids:
+            try:
+                psutil.Process(pid).kill()
+            except psutil.NoSuchProcess:
+                pass
+
+
+def test_lab_server_and_browser_start(lab):
+    """JupyterLab answers and Chromium is up (the shared start-up, timed here rather than in the first unit)."""
+    assert lab.server.kernels() == []
+    assert lab.browser_pids, "no Chromium process was started"
+
+
+@pytest.mark.parametrize("unit", widget_units())
+def test_student_view(lab, unit: str):
     shots = ARTIFACTS / unit
     shutil.rmtree(shots, ignore_errors=True)
     shots.mkdir(parents=True)
-
-    visit = student.Visit()
-    me = psutil.Process()
-    browser_pids: set[int] = set()
-    lab = LabServer(root, tmp_path)
+    visit = lab.visit = student.Visit()
+    page = lab.ctx.new_page()
     try:
-        with lab, sync_playwright() as pw:
-            ctx = student.open_browser(pw, visit)
-            browser_pids |= {c.pid for c in me.children(recursive=True) if "chrom" in c.name().lower()}
-            page = ctx.new_page()
-            page.on("console", lambda m: visit.console_errors.append(m.text) if m.type == "error" else None)
-            page.goto(lab.url_for(f"{unit}/{unit}.ipynb"))
-            try:
-                visit.run_all_again = student.run_all(page, settled=lab.one_steady_kernel)
-            finally:
-                page.screenshot(path=str(shots / f"{unit}-after-run-all.png"), full_page=False)
-            lab.track()
-            unrun = student.unrun_cells(page)
-            visit.cell_errors = student.cell_errors(page)
-            student.move_sliders(page, visit, shots, unit)
-            student.netron_nodes(page, visit, shots, unit)
-            # tracebacks anywhere on the page now, widget outputs included (interact() shows its errors there)
-            visit.cell_errors = student.cell_errors(page)
-            lab.track()
-            browser_pids |= {c.pid for c in me.children(recursive=True) if "chrom" in c.name().lower()}
-            page.close()
-            ctx.close()
-        # Leaving the `with`: JupyterLab shut down through its API (kernels too) and Playwright's driver stopped.
-        left = lab.leftovers() + [f"{p} chromium" for p in browser_pids if psutil.pid_exists(p)
-                                  and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
-        open_ports = [p for p in visit.netron_ports if _port_open(p)]
+        page.on("console", lambda m: visit.console_errors.append(m.text) if m.type == "error" else None)
+        page.goto(lab.server.url_for(f"{unit}/{unit}.ipynb"))
+        try:
+            visit.run_all_again = student.run_all(page, settled=lab.server.one_steady_kernel)
+        finally:
+            page.screenshot(path=str(shots / f"{unit}-after-run-all.png"), full_page=False)
+        lab.server.track()
+        unrun = student.unrun_cells(page)
+        visit.cell_errors = student.cell_errors(page)
+        student.move_sliders(page, visit, shots, unit)
+        student.netron_nodes(page, visit, shots, unit)
+        # tracebacks anywhere on the page now, widget outputs included (interact() shows its errors there)
+        visit.cell_errors = student.cell_errors(page)
+        lab.server.track()
+        lab.note_browser()
     finally:
-        lab.kill_leftovers()
+        page.close()
+        # the kernel goes as a student's "Shut Down Kernel" sends it: everything it started must go with it
+        left = lab.server.shutdown_kernels()
+    open_ports = [p for p in visit.netron_ports if _port_open(p)]
 
     assert not unrun, f"{unit}: Run All stopped before code cells {unrun[:5]} ran (a cell or widget failed before them)"
     assert not visit.cell_errors, f"{unit}: cells or widgets raised errors in JupyterLab:\n" + "\n".join(visit.cell_errors)[:3000]
@@ -129,9 +181,16 @@ def test_student_view(unit: str, tmp_path: Path):
         drawn = " ".join(visit.netron_nodes)
         assert re.search(r"\bConv\b|\bGemm\b|\bMatMul\b|\bRelu\b", drawn), (
             f"{unit}: Netron's frame shows no graph nodes (got {visit.netron_nodes[:10]})")
-    assert not left, f"{unit}: processes outlived the test: {left}"
+    assert not left, f"{unit}: processes outlived the notebook's kernel: {left}"
     assert not open_ports, f"{unit}: Netron's server still listens on {open_ports} after the kernel ended"
     assert visit.screenshots, f"{unit}: no screenshot was taken"
+
+
+def test_nothing_outlives_the_lab_server_and_the_browser(lab):
+    """Shutting JupyterLab down through its API (kernels too) and closing Chromium leaves no process behind.
+    (Runs last: it stops the module's shared server.)"""
+    left = lab.stop()
+    assert not left, f"processes outlived JupyterLab and Chromium: {left}"
 
 
 def _port_open(port: int) -> bool:

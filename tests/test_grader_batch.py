@@ -1,6 +1,8 @@
-"""The grader end to end on two fast units (the grader's toy unit and the notebook pipeline's fixture unit): the whole
-adversarial set plus every stored wrong answer in one batch per unit, the leak property over every output, the CLI
-and Dask paths."""
+"""The grader end to end on two fast units, one batch each: the grader's toy unit gets the whole adversarial set
+(uploads, sandbox limits, tampering with the kernel, rigged answers, leaks) plus its stored wrong answers; the notebook
+pipeline's fixture unit, a real nbgrader notebook, gets the cases whose outcome depends on the unit's own cells and
+hidden tests (all of them with INFOPT_FULL_GRADING=00_fixture) plus its stored wrong answers. Then the leak property
+over every output, the CLI and Dask paths."""
 import csv
 import hashlib
 import html
@@ -15,8 +17,9 @@ from autograder.assemble import release_notebook
 from autograder.grade import grade, load_unit, main
 from autograder.sandbox import Limits
 from tests.grader_fixtures.adversarial import (CONTROL, DETACHED_MARKER, TAMPER_ON_WRONG_CODE, Case, cases_for,
-                                               expected_score, materialize)
+                                               expected_score, materialize, unit_dependent)
 from tests.grader_fixtures.leaks import grader_lines, leaked_lines
+from tests.notebooks.harness import full_grading_asked
 
 pytestmark = pytest.mark.xdist_group("grader")
 REPO = Path(__file__).resolve().parent.parent
@@ -25,6 +28,8 @@ FIXTURE = Path(__file__).parent / "notebooks" / "fixtures" / "solutions" / "00_f
 UNITS = {"toy_unit": TOY, "00_fixture": FIXTURE}
 LIMITS = Limits(memory_mb=400, pids=64, file_mb=16, cpu_s=30, wall_s=30.0, cell_s=6.0)
 CASES = {name: cases_for(source.parent / "wrong") for name, source in UNITS.items()}
+if not full_grading_asked("00_fixture"):
+    CASES["00_fixture"] = unit_dependent(CASES["00_fixture"])
 # The toy unit's setup cell imports the checks its tests call; a solution cell that rebinds them voids every test
 # that reads them (the second exercise's honest pass too: its verdict came from the no-op).
 REBIND_CHECKERS = "check_array = check_equal = check_close = lambda *args, **kwargs: None\n"
@@ -117,8 +122,9 @@ def check_case(batch: dict, case) -> None:
     assert case.note in " ".join(record["notes"]), summary
 
 
-def test_tampering_with_the_kernel_is_flagged_and_never_beats_the_wrong_code_alone(batch):
+def test_tampering_with_the_kernel_is_flagged_and_never_beats_the_wrong_code_alone(toy_batch):
     """The verdict comes from the grader: the same wrong answer scores the same however the kernel was rigged."""
+    batch = toy_batch
     control = batch["records"][CONTROL]
     assert control["status"] == "graded" and 0 < control["total"] < control["max_total"], control
     for student in TAMPER_ON_WRONG_CODE:
@@ -143,7 +149,8 @@ def test_every_roster_student_has_a_row_in_roster_order(batch):
     assert [r["student"] for r in rows] == [c.student for c in CASES[batch["name"]]]
     assert {"status", "total", "reason"} <= set(rows[0])
     by = {r["student"]: r for r in rows}
-    assert by["d_missing"]["status"] == "missing" and by["b_bad_json"]["reason"]
+    if batch["name"] == "toy_unit":  # the upload cases run on the toy unit only
+        assert by["d_missing"]["status"] == "missing" and by["b_bad_json"]["reason"]
 
 
 def test_nothing_outside_the_output_changed_and_no_process_survived(batch):
@@ -153,16 +160,22 @@ def test_nothing_outside_the_output_changed_and_no_process_survived(batch):
                             Path("/usr/pwned.txt")) if p.exists()]
     assert not surviving(DETACHED_MARKER), "a detached student process outlived its sandbox"
     assert not (Path.home() / ".ipython" / "profile_default" / "startup" / "00-grade.py").exists()
-    log = (batch["out"] / "logs" / "k_escape.jsonl").read_text()
-    assert "ESCAPE-REPORT" in log and "READ " not in log and "WROTE " not in log
+    if batch["name"] == "toy_unit":  # the escape runs on the toy unit only (and on unit 01, at the real course)
+        log = (batch["out"] / "logs" / "k_escape.jsonl").read_text()
+        assert "ESCAPE-REPORT" in log and "READ " not in log and "WROTE " not in log
 
 
 def test_feedback_shows_results_and_the_students_own_frames(batch):
     pages = list((batch["out"] / "feedback").glob("*.html")) + [batch["out"] / "summary.html"]
     assert len(pages) == len(CASES[batch["name"]]) + 1
-    control = html.unescape((batch["out"] / "feedback" / f"{CONTROL}.html").read_text())
-    assert "NotImplementedError" in control and "raised in your code" in control
-    assert "<grading test" not in control and "site-packages" not in control
+    assert not [p.name for p in pages if "<grading test" in html.unescape(p.read_text())]
+    # the control (an unsolved exercise) runs on the toy unit; on the fixture, a stored wrong answer's page
+    target = CONTROL if batch["name"] == "toy_unit" else next(c.student for c in CASES[batch["name"]]
+                                                              if c.student.startswith("x_"))
+    page = html.unescape((batch["out"] / "feedback" / f"{target}.html").read_text())
+    assert "site-packages" not in page, "the failure message shows the library's frames"
+    if target == CONTROL:
+        assert "NotImplementedError" in page and "raised in your code" in page
 
 
 def test_summary_page_and_gradebook(batch):

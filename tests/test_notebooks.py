@@ -1,13 +1,14 @@
 """Notebook tests, one xdist group per unit (run units in parallel with `-n 2 --dist loadgroup`).
 
 For every unit in solutions/ (and the pipeline's own fixture unit): (a) the solution autogrades to full points
-and runs without an error in any cell; (b) the unmodified release scores zero; (c) each stored wrong answer
-loses its exercise's points (and, graded through nbgrader, only those); (d) no solution or hidden-test text
-reaches course/; (e) course/ is not stale; (f) every exercise has visible and hidden tests and a wrong answer;
-(g) no exercise's test reads state another exercise's cells made; (h) the fast path that grades most wrong
-answers scores exactly as nbgrader does; (i) every wrong answer fails under each grading seed (3 in make test, INFOPT_GRADING_SEEDS=20 for the full proof); (j) the
-unit's rule table covers its exercises' text, and each rule's wrong answer is caught by that rule's check. (a)-(c) and (h) share one nbgrader autograde run and one fast-path run
-per unit; the checks themselves live in tests/notebooks/harness.py.
+through nbgrader and runs without an error in any cell; (b) the unmodified release scores zero; (c) each stored
+wrong answer loses its exercise's points (and, graded through nbgrader, only those); (d) no solution or hidden-test
+text reaches course/; (e) course/ is not stale; (f) every exercise has visible and hidden tests and a wrong answer;
+(g) no exercise's test reads state another exercise's cells made; (h) the fast path that grades the wrong answers
+scores exactly as nbgrader does; (i) every wrong answer fails under each grading seed (one fixed seed in `make test`,
+20 in `make proof`); (j) the unit's rule table covers its exercises' text, and each rule's wrong answer is caught
+by that rule's check. All of them share one fast-path run and one nbgrader process per unit; the checks themselves
+live in tests/notebooks/harness.py, and `make proof` runs this same file with the proof's parameters.
 """
 from __future__ import annotations
 
@@ -102,16 +103,16 @@ def test_exercises_are_independent(name):
 
 @pytest.mark.parametrize("name", _unit_params())
 def test_fast_path_scores_like_nbgrader(name):
-    """(h) On every wrong answer graded both ways: those the manifest names (at least one per exercise in the released
-    units), all of them for `full_grading = true` or when INFOPT_FULL_GRADING names the unit."""
+    """(h) On every wrong answer graded both ways: one per exercise but the last in `make test` (packed into one
+    submission), all of them, each alone, for `full_grading = true` or when INFOPT_FULL_GRADING names the unit."""
     unit = get_unit(name)
     _ok(name, harness.fast_path_problems(unit, harness.grade_unit(unit)))
 
 
 @pytest.mark.parametrize("name", _unit_params())
 def test_every_wrong_answer_fails_under_every_grading_seed(name):
-    """(i) Each stored wrong answer is graded under grading seeds 1..INFOPT_GRADING_SEEDS (3 by default; 20 for the full
-    proof) and loses its points in all of them."""
+    """(i) Each stored wrong answer is graded under grading seeds 1..INFOPT_GRADING_SEEDS (1 in `make test`, so CI is
+    deterministic; 20 in `make proof`) and loses its points in all of them."""
     unit = get_unit(name)
     _ok(name, harness.seed_problems(unit, harness.grade_unit(unit)))
 

@@ -159,10 +159,28 @@ class LabServer:
             return False
         return now is not None and time.monotonic() - since >= steady_s
 
-    def leftovers(self) -> list[str]:
-        """Processes of the server's tree still alive (should be none after stop())."""
+    def shutdown_kernels(self, timeout_s: float = 30.0) -> list[str]:
+        """Shut every running kernel down through the server's API, as closing a notebook's session does, and wait
+        until their processes (and whatever they started) are gone; returns those still alive (should be none)."""
+        self.track()
+        before = set(self.seen_pids)
+        server = {self.proc.pid} if self.proc is not None else set()
+        for kernel in self.kernels():
+            req = urllib.request.Request(f"{self.base}/api/kernels/{kernel['id']}?token={self.token}", method="DELETE")
+            try:
+                urllib.request.urlopen(req, timeout=10).close()
+            except OSError:
+                pass
+        deadline = time.monotonic() + timeout_s
+        while True:
+            alive = [p for p in self._alive(before - server)]
+            if not alive or time.monotonic() > deadline:
+                return alive
+            time.sleep(0.2)
+
+    def _alive(self, pids: set[int]) -> list[str]:
         alive = []
-        for pid in self.seen_pids:
+        for pid in pids:
             try:
                 p = psutil.Process(pid)
                 if p.is_running() and p.status() != psutil.STATUS_ZOMBIE:
@@ -170,6 +188,10 @@ class LabServer:
             except psutil.NoSuchProcess:
                 pass
         return alive
+
+    def leftovers(self) -> list[str]:
+        """Processes of the server's tree still alive (should be none after stop())."""
+        return self._alive(self.seen_pids)
 
     def __exit__(self, *exc) -> None:
         self.stop()

@@ -38,8 +38,9 @@ class Visit:
     console_errors: list[str] = field(default_factory=list)
 
 
-def open_browser(playwright, visit: Visit):
-    """A persistent Chromium context on a fresh profile, with every non-loopback request aborted and recorded."""
+def open_browser(playwright, on_blocked: Callable[[str], None]):
+    """A persistent Chromium context on a fresh profile, with every non-loopback request aborted and passed to
+    `on_blocked` (its URL)."""
     ctx = playwright.chromium.launch_persistent_context(
         tempfile.mkdtemp(prefix="infopt-chromium-"), executable_path=str(CHROMIUM), headless=True,
         args=CHROMIUM_ARGS, viewport={"width": 1400, "height": 1000},
@@ -51,7 +52,7 @@ def open_browser(playwright, visit: Visit):
         if url.startswith(("data:", "blob:", "about:")) or host in LOOPBACK:
             route.continue_()
         else:
-            visit.blocked.append(url)
+            on_blocked(url)
             route.abort()
 
     ctx.route("**/*", guard)
@@ -69,7 +70,6 @@ def run_all(page, timeout_s: float = 300, settled: Callable[[], bool] | None = N
     page.locator(".jp-Notebook").first.wait_for(timeout=60_000)
     _wait(page, lambda: page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").count() > 0
           or _dismiss_kernel_dialog(page), 120, "the kernel to start")
-    _pause(page, 2.0)
     _dismiss_kernel_dialog(page)
     if settled is not None:
         _wait(page, lambda: (_dismiss_kernel_dialog(page), settled())[1], 120, "one steady kernel")

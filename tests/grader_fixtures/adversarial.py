@@ -348,6 +348,21 @@ def wrong_answers(folder: Path) -> dict[str, Path]:
     return {p.stem: p for p in sorted(Path(folder).glob("*.py")) if "__" in p.stem}
 
 
+# Cases whose outcome does not depend on the unit's notebook: the upload itself (bad JSON, archives, links, renamed,
+# shipped or shared files, a missing student), the sandbox's limits (the kernel exiting, a swallowed interrupt, a
+# fork bomb, a memory bomb, a 50 MB output, startup files, an escape from the folder) and tampering with the
+# kernel's execution machinery (run_cell, do_execute, tracebacks, input transformers, stderr, forged verdicts). The
+# toy unit's batch runs every case; the batches on real notebooks (the notebook pipeline's fixture, unit 01) run the
+# others, where the unit's own cells, hidden tests and checkers decide the outcome, unless INFOPT_FULL_GRADING names
+# the unit (tests/notebooks/harness.full_grading_asked).
+UNIT_INDEPENDENT = ("b_", "c_", "d_", "q_", "o_", "v", "w", "f_", "g_", "h_", "i_", "j_", "k_", "t_", "n_", "p_", "s")
+
+
+def unit_dependent(cases: list[Case]) -> list[Case]:
+    """The cases whose outcome depends on the unit's notebook (see UNIT_INDEPENDENT)."""
+    return [c for c in cases if not c.student.startswith(UNIT_INDEPENDENT)]
+
+
 def cases_for(wrong_dir: Path | None) -> list[Case]:
     """CASES plus one case per stored wrong answer in `wrong_dir`: it must lose that exercise's points only."""
     extra = []

@@ -329,6 +329,9 @@ def _grade_test(shell, cell: dict, seeds: list[int], timeout_s: float) -> dict:
     """{seed or 0: outcome} of one test cell: once (no seeds), or once per seed, each in its own fork."""
     if not seeds:
         return {0: _score(cell, _run_cell(shell, cell["source"], timeout_s))}
+    if len(seeds) == 1:  # this runs in the variant's own child already: no fork per seed
+        _run_cell(shell, _seed_code(seeds[0]), timeout_s)
+        return {seeds[0]: _score(cell, _run_cell(shell, cell["source"], timeout_s))}
     split = _split_test(cell["source"])
     first = None
     if split is not None:

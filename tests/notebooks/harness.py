@@ -1,21 +1,29 @@
 """Grade a unit the way the notebook tests need, and read what a test needs from the sources: exercises,
 visible/hidden test lines, secret lines.
 
-Grading a unit is two runs. (1) ONE nbgrader autograde command for the solution, the unmodified release and the
-stored wrong answers the unit's manifest names (at least one; all of them for `full_grading` units): the real
-path, end to end. (2) The fast path (tests/notebooks/fastpath.py) for every stored wrong answer: the solution
-notebook runs once and each wrong answer is graded on its own exercise, forked from the notebook's state there.
-The wrong answers graded both ways prove the fast path equals nbgrader; the independence check
-(tests/notebooks/independence.py) proves the exercises may be graded alone.
+Grading a unit is two runs, and the same code serves both tiers of the suite (`make test` and `make proof`):
+(1) The fast path (tests/notebooks/fastpath.py): the solution notebook runs once and every stored wrong answer is
+graded on its own exercise, forked from the notebook's state there, under each grading seed of the tier; so is
+each exercise's release stub (the unmodified release must earn zero). (2) ONE nbgrader process for the solution
+(full marks) and the stored wrong answers that go through nbgrader end to end: packed one per exercise into as few
+submissions as the choice needs in `make test` (each pack keeps some exercise solved after a wrong one, which must
+keep its points), each alone (and the release too) in the full proof. The wrong answers graded both ways prove the
+fast path equals nbgrader; the independence check (tests/notebooks/independence.py) proves the exercises may be
+graded alone, which is also what makes packing sound.
+
+The tiers differ only in parameters: `make test` grades under one fixed grading seed (TEST_SEED, so CI is
+deterministic); `make proof` (tests/notebooks/proof.py) sets INFOPT_GRADING_SEEDS=20 and INFOPT_FULL_GRADING.
 
 A unit here is (name, solutions dir, course dir), so the same code checks the real units and the fixture.
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,25 +36,34 @@ from tests.notebooks.independence import independence_problems
 from tests.notebooks.manifest import Manifest, load_manifest
 from tests.notebooks.rules import caught_problems, load_rules, table_problems
 
-# One cell may run CELL_TIMEOUT_S. Each notebook gets a wall budget inside the one autograde command of
+# One cell may run CELL_TIMEOUT_S. Each notebook gets a wall budget inside the one nbgrader process of
 # BUDGET_FACTOR x its manifest's `notebook_s` (the margin absorbs a loaded CI box).
 CELL_TIMEOUT_S = int(os.environ.get("INFOPT_CELL_TIMEOUT_S", 90))
 BUDGET_FACTOR = float(os.environ.get("INFOPT_NOTEBOOK_BUDGET_FACTOR", 2.5))
-# Every wrong answer is graded under grading seeds 1..SEEDS. `make test` uses 3 to stay in its budget (20 for every
-# stored wrong answer of six units took past 40 minutes on 2 cores); INFOPT_GRADING_SEEDS=20 is the full proof.
-SEEDS = int(os.environ.get("INFOPT_GRADING_SEEDS", 3))
-# Units (comma-separated, or "all") whose every stored wrong answer also goes through full nbgrader, whatever their
-# manifest says: the slow, complete proof that the fast path scores as nbgrader does (minutes per unit).
+# The grading seed of `make test`: every run grades the same hidden inputs, so CI is deterministic. The proof grades
+# under seeds TEST_SEED .. INFOPT_GRADING_SEEDS (20 in `make proof`).
+TEST_SEED = 1
+SEEDS = tuple(range(TEST_SEED, TEST_SEED + int(os.environ.get("INFOPT_GRADING_SEEDS", 1))))
+# Units (comma-separated, or "all") whose every stored wrong answer (and the release) also goes through nbgrader,
+# each alone, whatever their manifest says: the slow, complete proof that the fast path scores as nbgrader does.
 FULL_GRADING = {u.strip() for u in os.environ.get("INFOPT_FULL_GRADING", "").split(",") if u.strip()}
+# nbgrader processes run at once when a unit sends many submissions through nbgrader (the full proof).
+NBGRADER_WORKERS = max(1, min(4, os.cpu_count() or 1))
 
 STALL_S = 5.0               # an execute_reply this late after idle is the jupyter/nbclient#312 stall
 MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS")
-TRIVIAL = re.compile(r"^(#.*|pass|else:|try:|finally:|return|continue|break|[\])}]+,?|\"\"\"|'''|)$")
+TRIVIAL = re.compile(r"^(#.*|pass|else:|try:|finally:|return|continue|break|[\])}]+,?|\"\"\"|\'\'\'|)$")
+CRASHED = ("timeout", "died")  # fast-path outcomes that would also stop the notebook a pack shares: graded alone
 
 
 def full_grading_asked(unit: str) -> bool:
     """True when INFOPT_FULL_GRADING names `unit` or says `all`."""
     return unit in FULL_GRADING or "all" in FULL_GRADING
+
+
+def release_variant(exercise: str) -> str:
+    """The fast-path variant id of an exercise's release stub (the unmodified release's solution cell)."""
+    return f"release:{exercise}"
 
 
 @dataclass(frozen=True)
@@ -69,17 +86,32 @@ class Unit:
     def manifest(self) -> Manifest:
         return load_manifest(self.solutions / self.name)
 
-    def nbgrader_students(self) -> list[str]:
-        """The stored wrong answers that also go through full nbgrader (the manifest's choice, else the first)."""
+    @property
+    def full_grading(self) -> bool:
+        """Every wrong answer (and the release) through nbgrader, each alone: the manifest's or the proof's choice."""
+        return self.manifest.full_grading or full_grading_asked(self.name)
+
+    def nbgrader_choice(self) -> list[str]:
+        """The stored wrong answers `make test` sends through nbgrader too: one per exercise but the last in the
+        notebook (which stays solved, and must keep its points): the manifest's `nbgrader_wrong` where it names
+        some for the exercise, else the exercise's first stored wrong answer."""
         wrong = self.wrong_answers()
         m = self.manifest
-        if m.full_grading or full_grading_asked(self.name):
-            return list(wrong)
-        chosen = [f"wrong_{w}" for w in m.nbgrader_wrong] or list(wrong)[:1]
-        unknown = [c for c in chosen if c not in wrong]
+        named = [f"wrong_{w}" for w in m.nbgrader_wrong]
+        unknown = [c for c in named if c not in wrong]
         if unknown:
             raise ValueError(f"{m.path}: nbgrader_wrong names {unknown}, which are not stored wrong answers "
                              f"({sorted(wrong)})")
+        order = exercise_order(release.build_source_notebook(self.name, self.solutions))
+        last = [c for c in named if wrong[c][0] == order[-1]]
+        if last:
+            raise ValueError(f"{m.path}: nbgrader_wrong names {last}, a wrong answer of the last exercise "
+                             f"{order[-1]!r}: it stays solved in the nbgrader submission, to prove that the wrong "
+                             "answers before it cost only their own exercise")
+        chosen = []
+        for ex in order[:-1]:
+            mine = [c for c in named if wrong[c][0] == ex]
+            chosen += mine or [s for s, (e, _) in wrong.items() if e == ex][:1]
         return chosen
 
     def wrong_answers(self) -> dict[str, tuple[str, Path]]:
@@ -93,18 +125,55 @@ class Unit:
         return out
 
 
+def exercise_order(source_nb) -> list[str]:
+    """The exercises' grade_ids in notebook order."""
+    return [c.metadata["nbgrader"]["grade_id"] for c in source_nb.cells
+            if c.metadata.get("nbgrader", {}).get("solution")]
+
+
+def pack_submissions(chosen: list[tuple[str, str]], order: list[str], alone: set[str]) -> dict[str, dict[str, str]]:
+    """Submissions for nbgrader, {submission id: {exercise: wrong answer}}: the k-th chosen wrong answer of every
+    exercise goes into pack k (so a pack holds at most one per exercise), and those in `alone` (a crash or hang
+    would stop the notebook the pack shares) get a submission each, named after themselves. Each pack must leave an
+    exercise solved after its first wrong one: that exercise keeping its points proves a wrong answer costs only
+    its own exercise, under nbgrader."""
+    packs: list[dict[str, str]] = []
+    out: dict[str, dict[str, str]] = {}
+    for student, ex in chosen:
+        if student in alone:
+            out[student] = {ex: student}
+            continue
+        pack = next((p for p in packs if ex not in p), None)
+        if pack is None:
+            packs.append(pack := {})
+        pack[ex] = student
+    for i, pack in enumerate(packs, 1):
+        first = min(order.index(ex) for ex in pack)
+        if not [ex for ex in order[first + 1:] if ex not in pack]:
+            raise ValueError(f"the wrong answers packed for nbgrader ({sorted(pack.values())}) leave no exercise "
+                             f"solved after {order[first]!r}: leave one exercise after the first out of the "
+                             "manifest's nbgrader_wrong (it proves the others cost only their own exercise)")
+        out[f"pack{i}"] = dict(sorted(pack.items(), key=lambda kv: order.index(kv[0])))
+    return out
+
+
 @dataclass
 class Graded:
-    """The outcome of grading a unit: per-student per-cell scores and per-notebook diagnostics."""
+    """The outcome of grading a unit: per-submission per-cell scores and per-notebook diagnostics."""
 
     scores: dict[str, dict[str, tuple[float, float]]]
-    errors: dict[str, list[str]] = field(default_factory=dict)   # student -> cells that raised
+    errors: dict[str, list[str]] = field(default_factory=dict)   # submission -> cells that raised
     stalls: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
-    seconds: dict[str, float] = field(default_factory=dict)     # student -> kernel execution time
+    seconds: dict[str, float] = field(default_factory=dict)     # submission -> kernel execution time
     root: Path | None = None
     log: str = ""                                                # nbgrader's output (tail), for messages
     fast: FastResult | None = None                               # the fast path's outcomes (every wrong answer)
     fast_error: str = ""                                         # why the fast path failed, if it did
+    packs: dict[str, dict[str, str]] = field(default_factory=dict)   # submission -> {exercise: wrong answer}
+
+    def submission_of(self, student: str) -> str | None:
+        """The nbgrader submission that holds a wrong answer (None: graded by the fast path only)."""
+        return next((sub for sub, pack in self.packs.items() if student in pack.values()), None)
 
 
 def secret_and_public_lines(source_nb) -> tuple[set[str], set[str], set[str]]:
@@ -199,8 +268,8 @@ _CACHE: dict[Unit, Graded | Exception] = {}
 
 
 def grade_unit(unit: Unit) -> Graded:
-    """Autograde solution, release and every wrong answer of `unit` in one nbgrader command (cached per process,
-    failures included, so a broken unit costs one run, not one per test)."""
+    """Grade a unit's solution, release and every wrong answer (the fast path, then one nbgrader process), cached per
+    process, failures included, so a broken unit costs one run, not one per test."""
     if unit not in _CACHE:
         try:
             _CACHE[unit] = _grade_unit(unit)
@@ -217,45 +286,76 @@ def seeded(student: str, seed: int) -> str:
     return f"{student}@seed{seed}"
 
 
-def fast_outcome(graded: Graded, student: str, seed: int = 1):
-    """The fast path's outcome for a wrong answer under one seed (seed 1 stands for "the" fast-path grade)."""
+def fast_outcome(graded: Graded, student: str, seed: int = TEST_SEED):
+    """The fast path's outcome for a variant under one seed (TEST_SEED stands for "the" fast-path grade)."""
     return None if graded.fast is None else graded.fast.variants.get(seeded(student, seed))
+
+
+def release_stubs(release_nb) -> dict[str, str]:
+    """{exercise: the release's solution cell}: what a student who changed nothing submits."""
+    return {c.metadata["nbgrader"]["grade_id"]: c.source for c in release_nb.cells
+            if c.metadata.get("nbgrader", {}).get("solution")}
 
 
 def _grade_unit(unit: Unit) -> Graded:
     source_nb = release.build_source_notebook(unit.name, unit.solutions)
     release_nb = nbformat.read(unit.release_file, as_version=4)
     wrong = unit.wrong_answers()
-    subs = {"solution": nc.make_submission(release_nb, source_nb), "release": release_nb}
-    for student in unit.nbgrader_students():
-        ex, path = wrong[student]
-        subs[student] = nc.make_submission(release_nb, source_nb, {ex: path.read_text()})
-    root = Path(tempfile.mkdtemp(prefix=f"grade-{unit.name}-"))
     data_dir = release.data_dir(unit.name, unit.solutions)
-    nc.make_course_root(root, unit.name, source_nb, data_dir)
-    nc.generate_assignment(root, unit.name)
-    for student, nb in subs.items():
-        nc.place_submission(root, unit.name, student, nb)
     budget = BUDGET_FACTOR * unit.manifest.notebook_s
-    log = nc.autograde(root, unit.name, len(subs), cell_timeout_s=CELL_TIMEOUT_S, notebook_budget_s=budget)
-    graded = Graded(scores=nc.read_scores(root, unit.name), root=root, log=log[-3000:])
-    for student in subs:
-        try:
-            nb = nc.autograded_notebook(root, unit.name, student)
-        except FileNotFoundError:
-            continue
-        graded.errors[student] = _cell_errors(nb)
-        graded.stalls[student] = nc.stalled_cells(nb, STALL_S)
-        graded.seconds[student] = _kernel_seconds(nb)
-    variants = [Variant(student, ex, path.read_text(), seeds=tuple(range(1, SEEDS + 1)))
-                for student, (ex, path) in wrong.items()]
+    graded = Graded(scores={})
+    variants = [Variant(student, ex, path.read_text(), seeds=SEEDS) for student, (ex, path) in wrong.items()]
+    variants += [Variant(release_variant(ex), ex, code, seeds=(TEST_SEED,))
+                 for ex, code in release_stubs(release_nb).items()]
     try:
         graded.fast = run_fast_path(source_nb, variants, data_dir, cell_timeout_s=CELL_TIMEOUT_S,
                                     budget_s=budget + 10 * len(variants) * CELL_TIMEOUT_S)
         graded.seconds["fast path"] = graded.fast.seconds
     except RuntimeError as err:
         graded.fast_error = str(err)
+    chosen = list(wrong) if unit.full_grading else unit.nbgrader_choice()
+    crashed = {s for s in chosen if (o := fast_outcome(graded, s)) is not None and o.status in CRASHED}
+    graded.packs = pack_submissions([(s, wrong[s][0]) for s in chosen], exercise_order(source_nb),
+                                    set(chosen) if unit.full_grading else crashed)
+    subs = {"solution": nc.make_submission(release_nb, source_nb)}
+    if unit.full_grading:
+        subs["release"] = release_nb
+    for sub, pack in graded.packs.items():
+        subs[sub] = nc.make_submission(release_nb, source_nb, {ex: wrong[st][1].read_text() for ex, st in pack.items()})
+    workers = NBGRADER_WORKERS if len(subs) > 4 else 1
+    groups = [dict(list(subs.items())[i::workers]) for i in range(workers)]
+    with ThreadPoolExecutor(workers) as pool:
+        runs = list(pool.map(lambda group: _nbgrader(unit, source_nb, data_dir, group, budget), groups))
+    for root, log in runs:
+        graded.root = graded.root or root
+        graded.log += log[-3000:]
+        graded.scores.update(nc.read_scores(root, unit.name))
+    for (root, _), group in zip(runs, groups):
+        for sub in group:
+            try:
+                nb = nc.autograded_notebook(root, unit.name, sub)
+            except FileNotFoundError:
+                continue
+            graded.errors[sub] = _cell_errors(nb)
+            graded.stalls[sub] = nc.stalled_cells(nb, STALL_S)
+            graded.seconds[sub] = _kernel_seconds(nb)
     return graded
+
+
+@functools.cache
+def _empty_gradebook() -> Path:
+    return nc.empty_gradebook(Path(tempfile.mkdtemp(prefix="gradebook-template-")))
+
+
+def _nbgrader(unit: Unit, source_nb, data_dir: Path, subs: dict, budget: float) -> tuple[Path, str]:
+    """One nbgrader process: generate the assignment and autograde `subs` ({id: notebook}) under TEST_SEED."""
+    root = Path(tempfile.mkdtemp(prefix=f"grade-{unit.name}-"))
+    nc.make_course_root(root, unit.name, source_nb, data_dir, gradebook=_empty_gradebook())
+    for sub, nb in subs.items():
+        nc.place_submission(root, unit.name, sub, nb)
+    log = nc.generate_and_autograde(root, unit.name, len(subs), cell_timeout_s=CELL_TIMEOUT_S,
+                                    notebook_budget_s=budget, env={"INFOPT_GRADING_SEED": str(TEST_SEED)})
+    return root, log
 
 
 def structure_problems(unit: Unit) -> list[str]:
@@ -314,30 +414,45 @@ def solution_problems(graded: Graded) -> list[str]:
 
 
 def release_problems(graded: Graded) -> list[str]:
-    """(b) Autograded cells the unmodified release earns points on."""
-    scores = graded.scores.get("release")
-    if not scores:
-        return [f"the release was not graded; nbgrader said:\n{graded.log}"]
-    return [f"the unmodified release earns {s} on {gid}: this test passes without any work"
-            for gid, s in scores.items() if s[0] != 0]
+    """(b) Autograded cells the unmodified release earns points on: each exercise's release stub on the fast path,
+    and the release through nbgrader too when it was graded there (the full proof)."""
+    if graded.fast is None:
+        return [f"the fast path did not run: {graded.fast_error}"]
+    out = []
+    for gid in graded.fast.solution:
+        ex = gid.removesuffix("_test")
+        o = fast_outcome(graded, release_variant(ex))
+        if o is None:
+            out.append(f"the fast path did not grade the release's {ex!r}")
+        elif o.score != 0:
+            out.append(f"the unmodified release earns {o.score:g}/{o.max:g} on {gid}: this test passes without any work")
+    if "release" in graded.scores:
+        out += [f"the unmodified release earns {s} on {gid} (nbgrader): this test passes without any work"
+                for gid, s in graded.scores["release"].items() if s[0] != 0]
+    return out
 
 
 def wrong_answer_problems(unit: Unit, graded: Graded, student: str) -> list[str]:
-    """(c) A stored wrong answer must lose <ex>_test's points; graded through nbgrader, it must also keep every
-    other test's points, and the fast path must have scored it the same."""
+    """(c) A stored wrong answer must lose <ex>_test's points on the fast path. Graded through nbgrader too, it
+    must lose them there, and every exercise its submission left solved must keep its points (the exercise a pack
+    keeps solved after its wrong answers; every other exercise when it was graded alone)."""
     ex, path = unit.wrong_answers()[student]
     target = f"{ex}_test"
     out = []
-    if student in graded.scores or student in unit.nbgrader_students():
-        scores = graded.scores.get(student)
+    sub = graded.submission_of(student)
+    if sub is not None:
+        scores = graded.scores.get(sub)
         if not scores:
-            return [f"{path.name} was not graded; nbgrader said:\n{graded.log}"]
+            return [f"{path.name} was not graded by nbgrader (submission {sub}); nbgrader said:\n{graded.log}"]
         if target not in scores:
             return [f"{path.name} names exercise {ex!r} but there is no test cell {target!r}"]
         if scores[target][0] != 0:
-            out.append(f"the wrong answer {path.name} still earns {scores[target]} on {target}: make the tests catch it")
-        out += [f"the wrong answer {path.name} for {ex!r} also loses points on {gid}: {s} (exercises must not "
-                "depend on each other's student code)" for gid, s in scores.items() if gid != target and s[0] != s[1]]
+            out.append(f"the wrong answer {path.name} still earns {scores[target]} on {target} (nbgrader, submission "
+                       f"{sub}): make the tests catch it")
+        wrong_here = {f"{e}_test" for e in graded.packs[sub]}
+        out += [f"the wrong answer {path.name} for {ex!r} (nbgrader, submission {sub}) also loses points on {gid}: "
+                f"{s} (exercises must not depend on each other's student code)"
+                for gid, s in scores.items() if gid not in wrong_here and s[0] != s[1]]
     if graded.fast is None:
         return out + [f"the fast path did not run: {graded.fast_error}"]
     got = fast_outcome(graded, student)
@@ -350,9 +465,9 @@ def wrong_answer_problems(unit: Unit, graded: Graded, student: str) -> list[str]
 
 
 def fast_path_problems(unit: Unit, graded: Graded) -> list[str]:
-    """The fast path agrees with nbgrader: full marks for the solution on every test, and the same per-exercise
-    scores on every wrong answer graded both ways (the fast path leaves the other exercises at full marks, so
-    nbgrader must too)."""
+    """The fast path agrees with nbgrader: full marks for the solution on every test, the same score on every wrong
+    answer graded both ways, and full marks on the exercises a submission left solved (the fast path grades each
+    wrong answer with the others solved, so nbgrader must agree there)."""
     if graded.fast is None:
         return [f"the fast path did not run: {graded.fast_error}"]
     out = [f"fast path: the solution lost points on {gid}: {o.score:g}/{o.max:g} ({o.message[:300]})"
@@ -361,19 +476,19 @@ def fast_path_problems(unit: Unit, graded: Graded) -> list[str]:
     nb_solution = graded.scores.get("solution", {})
     missing = sorted(set(nb_solution) - set(graded.fast.solution))
     out += [f"fast path: the solution run never reached test cell {gid}" for gid in missing]
-    wrong = unit.wrong_answers()
-    for student in unit.nbgrader_students():
-        theirs = graded.scores.get(student)
-        ours = fast_outcome(graded, student)
-        if not theirs or ours is None:
-            out.append(f"{student}: not graded both ways (nbgrader: {bool(theirs)}, fast path: {ours is not None})")
+    for sub, pack in graded.packs.items():
+        theirs = graded.scores.get(sub)
+        if not theirs:
+            out.append(f"{sub} ({sorted(pack.values())}): not graded by nbgrader")
             continue
-        target = f"{wrong[student][0]}_test"
-        fast_scores = {gid: (ours.score if gid == target else m, m) for gid, (_, m) in theirs.items()}
-        diff = {gid: (theirs[gid], fast_scores[gid]) for gid in theirs if theirs[gid] != fast_scores[gid]}
-        if diff:
-            out.append(f"{student}: the fast path and nbgrader disagree (nbgrader, fast path): {diff}; fast path "
-                       f"said {ours.status}: {ours.message[:300]}")
+        for ex, student in pack.items():
+            ours = fast_outcome(graded, student)
+            gid = f"{ex}_test"
+            if ours is None:
+                out.append(f"{student}: not graded by the fast path")
+            elif gid in theirs and theirs[gid][0] != ours.score:
+                out.append(f"{student}: the fast path and nbgrader (submission {sub}) disagree on {gid}: nbgrader "
+                           f"{theirs[gid][0]:g}, fast path {ours.score:g} ({ours.status}: {ours.message[:300]})")
     return out
 
 
@@ -383,10 +498,10 @@ def seed_problems(unit: Unit, graded: Graded) -> list[str]:
         return [f"the fast path did not run: {graded.fast_error}"]
     out = []
     for student, (ex, path) in unit.wrong_answers().items():
-        outcomes = {seed: fast_outcome(graded, student, seed) for seed in range(1, SEEDS + 1)}
+        outcomes = {seed: fast_outcome(graded, student, seed) for seed in SEEDS}
         passed = sorted(seed for seed, o in outcomes.items() if o is None or o.score != 0)
         if passed:
-            out.append(f"{path.name} earns points on {ex}_test under {len(passed)} of {SEEDS} grading seeds "
+            out.append(f"{path.name} earns points on {ex}_test under {len(passed)} of {len(SEEDS)} grading seeds "
                        f"(INFOPT_GRADING_SEED={passed[:8]}): a wrong answer must fail every grading, so build the "
                        "case it gets wrong into the hidden tests instead of leaving it to chance")
     return out
@@ -424,9 +539,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     unit = Unit(names[0], release.SOLUTIONS, release.COURSE)
     graded = grade_unit(unit)
-    for student, scores in graded.scores.items():
+    for sub, scores in graded.scores.items():
         cells = "  ".join(f"{gid}={s:g}/{m:g}" for gid, (s, m) in scores.items())
-        print(f"nbgrader   {student:45s} {graded.seconds.get(student, 0):6.1f} s  {cells}")
+        print(f"nbgrader   {sub:45s} {graded.seconds.get(sub, 0):6.1f} s  {cells}")
+        if sub in graded.packs and list(graded.packs[sub].values()) != [sub]:
+            print(f"{'':11s}  holds {', '.join(graded.packs[sub].values())}")
     if graded.fast is not None:
         print(f"fast path  {'solution run':45s} {graded.fast.seconds:6.1f} s  ({len(graded.fast.variants)} variants)")
         for student in unit.wrong_answers():

@@ -4,7 +4,8 @@
     budget_s = 90                  # the unit's share of `make test` on 2 cores: its notebook tests together
     notebook_s = 60                # the solution notebook, top to bottom, on an idle 2-core machine
     tools = ["mlir-opt"]           # optional tools the notebook uses (named in messages when they are missing)
-    nbgrader_wrong = ["ex__slug"]  # stored wrong answers graded through full nbgrader too (default: the first)
+    nbgrader_wrong = ["ex__slug"]  # the wrong answer of its exercise that `make test` also sends through nbgrader
+                                   # (default: the first stored one of each exercise but the last)
     full_grading = false           # true: every stored wrong answer through nbgrader as well as the fast path
 
 Every key is optional; a unit without the file gets the defaults below.
