@@ -13,6 +13,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -67,14 +68,21 @@ def run_nbgrader(root: Path, *args: str, timeout_s: float = NBGRADER_STARTUP_S, 
 
 
 def _run(cmd: list[str], root: Path, what: str, timeout_s: float, check: bool, env: dict[str, str] | None) -> str:
-    """Run one nbgrader process in `root` under a wall budget (see run_nbgrader)."""
-    proc = subprocess.Popen(cmd, cwd=root, env={**_env(root), **(env or {})}, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
-    try:
-        out, _ = proc.communicate(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, _ = proc.communicate()
+    """Run one nbgrader process in `root` under a wall budget (see run_nbgrader). Its output goes to a file, not a
+    pipe: the process is done when it exits, whatever its kernels' descendants still hold open."""
+    with tempfile.TemporaryFile("w+") as log:
+        proc = subprocess.Popen(cmd, cwd=root, env={**_env(root), **(env or {})}, stdout=log,
+                                stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        try:
+            proc.wait(timeout=timeout_s)
+            timed_out = False
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            timed_out = True
+        log.seek(0)
+        out = log.read()
+    if timed_out:
         raise NbgraderFailed(f"`{what}` ran past its wall budget of {timeout_s:.0f} s and was "
                              f"killed (a hung cell? see jupyter/nbclient#312).\n--- output tail ---\n{out[-4000:]}")
     if check and (proc.returncode != 0 or re.search(r"\| ERROR\]", out or "")):

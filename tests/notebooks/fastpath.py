@@ -389,6 +389,27 @@ def _variant_id(variant: dict, seed: int) -> str:
     return f"{variant['id']}@seed{seed}" if seed else variant["id"]
 
 
+def grade_at(shell, cells: list[dict], index: int, pending: list[dict], timeout_s: float) -> dict[str, dict]:
+    """Grade `pending` variants of the exercise whose solution cell is `cells[index]`, from this process's state just
+    before that cell: each in its own forked child. Returns {outcome id: outcome}."""
+    cell = cells[index]
+    test_cell = next(c for c in cells if c["grade_id"] == f"{cell['grade_id']}_test")
+    # children of this exercise may need as long as the cells up to its test: budget them generously
+    budget = timeout_s * (1 + sum(1 for c in cells[index:] if c["kind"] == "code"
+                                  and c["grade_id"] != f"{cell['grade_id']}_test"))
+    out: dict[str, dict] = {}
+    for variant in pending:
+        reply = _forked(_variant_task(shell, cells, index, variant, timeout_s),
+                        budget * (1 + len(variant.get("seeds") or [])))
+        ids = [_variant_id(variant, seed) for seed in (variant.get("seeds") or [0])]
+        if set(ids) <= set(reply):
+            out.update({vid: reply[vid] for vid in ids})
+        else:
+            failed = _outcome(reply, test_cell)
+            out.update({vid: dict(failed, seconds=0.0) for vid in ids})
+    return out
+
+
 def worker(job_path: Path, out_path: Path) -> None:
     """Run the job: the solution notebook in this process, each variant in a child forked before its exercise."""
     from ipykernel.inprocess.manager import InProcessKernelManager
@@ -407,21 +428,8 @@ def worker(job_path: Path, out_path: Path) -> None:
         if cell["kind"] != "code" or not cell["source"].strip():
             continue
         pending = list(by_exercise.get(cell["grade_id"], [])) if cell["role"] == "solution" else []
-        # children of this exercise may need as long as the cells up to its test: budget them generously
-        budget = timeout_s * (1 + sum(1 for c in cells[index:] if c["kind"] == "code"
-                                      and c["grade_id"] != f"{cell['grade_id']}_test"))
-        for variant in pending:
-            reply = _forked(_variant_task(shell, cells, index, variant, timeout_s),
-                            budget * (1 + len(variant.get("seeds") or [])))
-            test_cell = next(c for c in cells if c["grade_id"] == f"{variant['exercise']}_test")
-            ids = [_variant_id(variant, seed) for seed in (variant.get("seeds") or [0])]
-            if set(ids) <= set(reply):
-                for vid in ids:
-                    result["variants"][vid] = reply[vid]
-            else:
-                failed = _outcome(reply, test_cell)
-                for vid in ids:
-                    result["variants"][vid] = dict(failed, seconds=0.0)
+        if pending:
+            result["variants"].update(grade_at(shell, cells, index, pending, timeout_s))
         ran = _run_cell(shell, cell["source"], timeout_s)
         if ran["error"]:
             result["errors"].append(f"{cell['grade_id'] or f'cell {index}'}: {ran['error'][:MESSAGE_CAP]}")

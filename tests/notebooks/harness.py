@@ -31,7 +31,8 @@ import nbformat
 
 from autograder import nbgrader_course as nc
 from autograder import release
-from tests.notebooks.fastpath import FastResult, Variant, run_fast_path
+from tests.notebooks.fastpath import FastResult, Variant
+from tests.notebooks.forkpoints import ForkPoints, control_variant
 from tests.notebooks.independence import independence_problems
 from tests.notebooks.manifest import Manifest, load_manifest
 from tests.notebooks.rules import caught_problems, load_rules, table_problems
@@ -53,7 +54,6 @@ NBGRADER_WORKERS = max(1, min(4, os.cpu_count() or 1))
 STALL_S = 5.0               # an execute_reply this late after idle is the jupyter/nbclient#312 stall
 MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS")
 TRIVIAL = re.compile(r"^(#.*|pass|else:|try:|finally:|return|continue|break|[\])}]+,?|\"\"\"|\'\'\'|)$")
-CRASHED = ("timeout", "died")  # fast-path outcomes that would also stop the notebook a pack shares: graded alone
 
 
 def full_grading_asked(unit: str) -> bool:
@@ -133,8 +133,8 @@ def exercise_order(source_nb) -> list[str]:
 
 def pack_submissions(chosen: list[tuple[str, str]], order: list[str], alone: set[str]) -> dict[str, dict[str, str]]:
     """Submissions for nbgrader, {submission id: {exercise: wrong answer}}: the k-th chosen wrong answer of every
-    exercise goes into pack k (so a pack holds at most one per exercise), and those in `alone` (a crash or hang
-    would stop the notebook the pack shares) get a submission each, named after themselves. Each pack must leave an
+    exercise goes into pack k (so a pack holds at most one per exercise), and those in `alone` (the full proof)
+    get a submission each, named after themselves. Each pack must leave an
     exercise solved after its first wrong one: that exercise keeping its points proves a wrong answer costs only
     its own exercise, under nbgrader."""
     packs: list[dict[str, str]] = []
@@ -307,16 +307,9 @@ def _grade_unit(unit: Unit) -> Graded:
     variants = [Variant(student, ex, path.read_text(), seeds=SEEDS) for student, (ex, path) in wrong.items()]
     variants += [Variant(release_variant(ex), ex, code, seeds=(TEST_SEED,))
                  for ex, code in release_stubs(release_nb).items()]
-    try:
-        graded.fast = run_fast_path(source_nb, variants, data_dir, cell_timeout_s=CELL_TIMEOUT_S,
-                                    budget_s=budget + 10 * len(variants) * CELL_TIMEOUT_S)
-        graded.seconds["fast path"] = graded.fast.seconds
-    except RuntimeError as err:
-        graded.fast_error = str(err)
     chosen = list(wrong) if unit.full_grading else unit.nbgrader_choice()
-    crashed = {s for s in chosen if (o := fast_outcome(graded, s)) is not None and o.status in CRASHED}
     graded.packs = pack_submissions([(s, wrong[s][0]) for s in chosen], exercise_order(source_nb),
-                                    set(chosen) if unit.full_grading else crashed)
+                                    set(chosen) if unit.full_grading else set())
     subs = {"solution": nc.make_submission(release_nb, source_nb)}
     if unit.full_grading:
         subs["release"] = release_nb
@@ -324,21 +317,30 @@ def _grade_unit(unit: Unit) -> Graded:
         subs[sub] = nc.make_submission(release_nb, source_nb, {ex: wrong[st][1].read_text() for ex, st in pack.items()})
     workers = NBGRADER_WORKERS if len(subs) > 4 else 1
     groups = [dict(list(subs.items())[i::workers]) for i in range(workers)]
-    with ThreadPoolExecutor(workers) as pool:
-        runs = list(pool.map(lambda group: _nbgrader(unit, source_nb, data_dir, group, budget), groups))
-    for root, log in runs:
-        graded.root = graded.root or root
-        graded.log += log[-3000:]
-        graded.scores.update(nc.read_scores(root, unit.name))
-    for (root, _), group in zip(runs, groups):
-        for sub in group:
-            try:
-                nb = nc.autograded_notebook(root, unit.name, sub)
-            except FileNotFoundError:
-                continue
-            graded.errors[sub] = _cell_errors(nb)
-            graded.stalls[sub] = nc.stalled_cells(nb, STALL_S)
-            graded.seconds[sub] = _kernel_seconds(nb)
+    points = ForkPoints(Path(tempfile.mkdtemp(prefix=f"forkpoints-{unit.name}-")), source_nb, variants,
+                        host="solution", cell_timeout_s=CELL_TIMEOUT_S)
+    try:
+        with points.holding(), ThreadPoolExecutor(workers) as pool:
+            runs = list(pool.map(lambda group: _nbgrader(unit, source_nb, data_dir, group, budget, points.env()),
+                                 groups))
+        for root, log in runs:
+            graded.root = graded.root or root
+            graded.log += log[-3000:]
+            graded.scores.update(nc.read_scores(root, unit.name))
+        for (root, _), group in zip(runs, groups):
+            for sub in group:
+                try:
+                    nb = nc.autograded_notebook(root, unit.name, sub)
+                except FileNotFoundError:
+                    continue
+                graded.errors[sub] = _cell_errors(nb)
+                graded.stalls[sub] = nc.stalled_cells(nb, STALL_S)
+                graded.seconds[sub] = _kernel_seconds(nb)
+        graded.fast = points.collect(graded.scores.get("solution", {}), graded.errors.get("solution", []),
+                                     budget_s=budget + 10 * len(variants) * CELL_TIMEOUT_S)
+        graded.seconds["fast path"] = graded.fast.seconds
+    finally:
+        points.kill_leftovers()
     return graded
 
 
@@ -347,14 +349,16 @@ def _empty_gradebook() -> Path:
     return nc.empty_gradebook(Path(tempfile.mkdtemp(prefix="gradebook-template-")))
 
 
-def _nbgrader(unit: Unit, source_nb, data_dir: Path, subs: dict, budget: float) -> tuple[Path, str]:
-    """One nbgrader process: generate the assignment and autograde `subs` ({id: notebook}) under TEST_SEED."""
+def _nbgrader(unit: Unit, source_nb, data_dir: Path, subs: dict, budget: float,
+              env: dict[str, str]) -> tuple[Path, str]:
+    """One nbgrader process: generate the assignment and autograde `subs` ({id: notebook}) under TEST_SEED, with
+    `env` (the fork points') added to its environment."""
     root = Path(tempfile.mkdtemp(prefix=f"grade-{unit.name}-"))
     nc.make_course_root(root, unit.name, source_nb, data_dir, gradebook=_empty_gradebook())
     for sub, nb in subs.items():
         nc.place_submission(root, unit.name, sub, nb)
     log = nc.generate_and_autograde(root, unit.name, len(subs), cell_timeout_s=CELL_TIMEOUT_S,
-                                    notebook_budget_s=budget, env={"INFOPT_GRADING_SEED": str(TEST_SEED)})
+                                    notebook_budget_s=budget, env={**env, "INFOPT_GRADING_SEED": str(TEST_SEED)})
     return root, log
 
 
@@ -422,8 +426,8 @@ def release_problems(graded: Graded) -> list[str]:
     for gid in graded.fast.solution:
         ex = gid.removesuffix("_test")
         o = fast_outcome(graded, release_variant(ex))
-        if o is None:
-            out.append(f"the fast path did not grade the release's {ex!r}")
+        if o is None or o.status == "harness":
+            out.append(f"the fast path did not grade the release's {ex!r}" + (f": {o.message}" if o else ""))
         elif o.score != 0:
             out.append(f"the unmodified release earns {o.score:g}/{o.max:g} on {gid}: this test passes without any work")
     if "release" in graded.scores:
@@ -443,7 +447,9 @@ def wrong_answer_problems(unit: Unit, graded: Graded, student: str) -> list[str]
     if sub is not None:
         scores = graded.scores.get(sub)
         if not scores:
-            return [f"{path.name} was not graded by nbgrader (submission {sub}); nbgrader said:\n{graded.log}"]
+            return [f"{path.name} was not graded by nbgrader (submission {sub}: a wrong answer that kills its kernel "
+                    "stops the whole pack; choose another in the manifest's nbgrader_wrong); nbgrader said:\n"
+                    f"{graded.log}"]
         if target not in scores:
             return [f"{path.name} names exercise {ex!r} but there is no test cell {target!r}"]
         if scores[target][0] != 0:
@@ -456,8 +462,8 @@ def wrong_answer_problems(unit: Unit, graded: Graded, student: str) -> list[str]
     if graded.fast is None:
         return out + [f"the fast path did not run: {graded.fast_error}"]
     got = fast_outcome(graded, student)
-    if got is None:
-        return out + [f"the fast path did not grade {path.name}"]
+    if got is None or got.status == "harness":
+        return out + [f"the fast path did not grade {path.name}" + (f": {got.message}" if got else "")]
     if got.score != 0:
         out.append(f"the wrong answer {path.name} still earns {got.score:g}/{got.max:g} on {target} (fast path): "
                    "make the tests catch it")
@@ -476,6 +482,13 @@ def fast_path_problems(unit: Unit, graded: Graded) -> list[str]:
     nb_solution = graded.scores.get("solution", {})
     missing = sorted(set(nb_solution) - set(graded.fast.solution))
     out += [f"fast path: the solution run never reached test cell {gid}" for gid in missing]
+    for gid in nb_solution:  # each fork point grades the solution itself too: full marks, or its state is broken
+        o = fast_outcome(graded, control_variant(gid.removesuffix("_test")))
+        if o is not None and o.score != o.max:
+            out.append(f"fast path: the fork point before {gid.removesuffix('_test')!r} gave the solution itself "
+                       f"{o.score:g}/{o.max:g} ({o.status}: {o.message[:300]}): its state is not the notebook's, so "
+                       "its verdicts on wrong answers cannot be trusted")
+    out += sorted({f"fast path: {o.message}" for o in graded.fast.variants.values() if o.status == "harness"})
     for sub, pack in graded.packs.items():
         theirs = graded.scores.get(sub)
         if not theirs:
@@ -499,7 +512,7 @@ def seed_problems(unit: Unit, graded: Graded) -> list[str]:
     out = []
     for student, (ex, path) in unit.wrong_answers().items():
         outcomes = {seed: fast_outcome(graded, student, seed) for seed in SEEDS}
-        passed = sorted(seed for seed, o in outcomes.items() if o is None or o.score != 0)
+        passed = sorted(seed for seed, o in outcomes.items() if o is None or o.score != 0 or o.status == "harness")
         if passed:
             out.append(f"{path.name} earns points on {ex}_test under {len(passed)} of {len(SEEDS)} grading seeds "
                        f"(INFOPT_GRADING_SEED={passed[:8]}): a wrong answer must fail every grading, so build the "
