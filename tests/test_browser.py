@@ -1,13 +1,14 @@
 """The course as a student sees it: JupyterLab in headless Chromium, widgets and Netron included.
 
-ONE JupyterLab server (127.0.0.1, random port and token) and one Chromium serve every unit notebook with
-interactive views (ipywidgets sliders, plotly FigureWidgets, Netron); the server's start is the first test here,
-so each unit's test costs its own notebook only. Each unit's test opens the notebook with its exercises completed
-(the instructor's solution, as a student who finished them has it), runs all cells through JupyterLab's Run menu,
+ONE JupyterLab server (127.0.0.1, random port and token) and one Chromium page serve every unit notebook with
+interactive views (ipywidgets sliders, plotly FigureWidgets, Netron); their start is the first test here, so each
+unit's test costs its own notebook only. Each unit's test opens the notebook with its exercises completed (the
+instructor's solution, as a student who finished them has it) from File > Open from Path, runs all cells through
+JupyterLab's Run menu,
 moves every slider and checks that the figure it drives changed, checks that Netron drew the graph's node names,
 saves screenshots under artifacts/browser/, fails if the page tried to reach any host but loopback, then shuts its
-kernel down and checks that every process the kernel started is gone and no Netron server still listens. The last
-test stops the server and checks that nothing it or the browser started outlives it.
+kernel down, checks that every process the kernel started is gone and no Netron server still listens, and saves and
+closes the notebook. The last test stops the server and checks that nothing it or the browser started outlives it.
 
 Run it alone with:  .venv/bin/python -m pytest tests/test_browser.py -m browser -v
 """
@@ -69,7 +70,7 @@ class Lab:
     def __init__(self, root: Path, workdir: Path) -> None:
         self.server = LabServer(root, workdir)
         self.browser_pids: set[int] = set()
-        self._pw = self.ctx = None
+        self._pw = self.ctx = self.page = None
         self.visit = student.Visit()   # the unit under test: the browser's route guard records into its visit
 
     def start(self) -> "Lab":
@@ -79,7 +80,15 @@ class Lab:
         self._pw = sync_playwright().start()
         self.ctx = student.open_browser(self._pw, lambda url: self.visit.blocked.append(url))
         self.note_browser()
+        self.page = self.ctx.new_page()
+        self.page.on("console", lambda m: self.visit.console_errors.append(m.text) if m.type == "error" else None)
+        self.home()
         return self
+
+    def home(self) -> None:
+        """(Re)load JupyterLab in the page, with no notebook open."""
+        self.page.goto(self.server.url_for())
+        self.page.locator(".jp-LabShell").first.wait_for(timeout=60_000)
 
     def note_browser(self) -> None:
         me = psutil.Process()
@@ -139,10 +148,9 @@ def test_student_view(lab, unit: str):
     shutil.rmtree(shots, ignore_errors=True)
     shots.mkdir(parents=True)
     visit = lab.visit = student.Visit()
-    page = lab.ctx.new_page()
+    page = lab.page
     try:
-        page.on("console", lambda m: visit.console_errors.append(m.text) if m.type == "error" else None)
-        page.goto(lab.server.url_for(f"{unit}/{unit}.ipynb"))
+        student.open_notebook(page, f"{unit}/{unit}.ipynb")
         try:
             visit.run_all_again = student.run_all(page, settled=lab.server.one_steady_kernel)
         finally:
@@ -157,9 +165,12 @@ def test_student_view(lab, unit: str):
         lab.server.track()
         lab.note_browser()
     finally:
-        page.close()
         # the kernel goes as a student's "Shut Down Kernel" sends it: everything it started must go with it
         left = lab.server.shutdown_kernels()
+        try:
+            student.close_notebook(page)
+        except Exception:  # noqa: BLE001 (a page left in a bad state: start the next unit from a fresh load)
+            lab.home()
     open_ports = [p for p in visit.netron_ports if _port_open(p)]
 
     assert not unrun, f"{unit}: Run All stopped before code cells {unrun[:5]} ran (a cell or widget failed before them)"

@@ -813,7 +813,16 @@ def _online_errors(hidden: bool) -> None:
            "v of 4 keys for 5 score columns": (m, l, acc, s, v[:4]),
            "m [3, 1] instead of [3]": (m[:, None], l, acc, s, v), "l [3, 1] instead of [3]": (m, l[:, None], acc, s, v),
            "acc [3, 1, 4] instead of [3, 4]": (m, l, acc[:, None], s, v),
-           "v [5, 1, 4] instead of [5, 4]": (m, l, acc, s, v[:, None])}
+           "v [5, 1, 4] instead of [5, 4]": (m, l, acc, s, v[:, None]),
+           "m of 4 rows for 3 score rows": (torch.zeros(4), l, acc, s, v),
+           "l of 4 rows for 3 score rows": (m, torch.zeros(4), acc, s, v),
+           "acc of 4 rows": (m, l, torch.zeros(4, 4), s, v),
+           "v of 6 keys for 5 score columns": (m, l, acc, s, torch.zeros(6, 4)),
+           "acc [3, 5] for v [5, 4]": (m, l, torch.zeros(3, 5), s, v), "acc [3, 3] for v [5, 4]": (m, l, acc[:, :3], s, v),
+           "m a 0-d tensor": (m[0], l, acc, s, v), "l a 0-d tensor": (m, l[0], acc, s, v),
+           "acc [3] instead of [3, 4]": (m, l, acc[:, 0], s, v), "v [5] instead of [5, 4]": (m, l, acc, s, v[:, 0]),
+           "acc [3, 4, 1] instead of [3, 4]": (m, l, acc[:, :, None], s, v),
+           "v [5, 4, 1] instead of [5, 4]": (m, l, acc, s, v[:, :, None])}
     for label, args in bad.items():
         with case(label, show=lambda: ", ".join(str(list(t.shape)) for t in args), hidden=hidden):
             check_raises(ValueError, _update, *args, name=f"online_softmax_update with {label} (the shapes disagree)")
@@ -826,6 +835,10 @@ _rng = grading_rng(4)
 _online_cases(int(_rng.integers(4, 12)), int(_rng.choice([4, 16, 32])), int(_rng.integers(3, 17)),
               [int(s) for s in _rng.integers(0, 2**30, 6)], hidden=True)
 _online_errors(hidden=True)
+_gen = torch.Generator().manual_seed(int(_rng.integers(0, 2**30)))
+with case("R = 300 rows, 300 keys, D = 300 (sizes past 256)", show="R=300, C=300, D=300", hidden=True):
+    _fold_blocks(torch.randn(300, 300, generator=_gen), torch.randn(300, 300, generator=_gen), [0, 300],
+                 "online_softmax_update (R = C = D = 300)", _OS_RULES["rescale"])
 ### END HIDDEN TESTS
 
 # %% [markdown]

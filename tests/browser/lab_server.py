@@ -60,8 +60,9 @@ class LabServer:
     def base(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def url_for(self, path: str) -> str:
-        return f"{self.base}/lab/tree/{path}?token={self.token}&reset"
+    def url_for(self, path: str = "") -> str:
+        """JupyterLab's page (on `path`, when given), authenticated, with a fresh workspace."""
+        return f"{self.base}/lab{'/tree/' + path if path else ''}?token={self.token}&reset"
 
     def __enter__(self) -> "LabServer":
         settings = self.workdir / "user-settings"
@@ -146,7 +147,7 @@ class LabServer:
         with urllib.request.urlopen(f"{self.base}/api/kernels?token={self.token}", timeout=5) as r:
             return json.loads(r.read())
 
-    def one_steady_kernel(self, steady_s: float = 3.0) -> bool:
+    def one_steady_kernel(self, steady_s: float = 2.0) -> bool:
         """Whether exactly one kernel runs and it has been the same one for ``steady_s`` (poll it in a loop).
 
         JupyterLab sometimes starts two kernels for a notebook it has just opened and shuts one down a moment

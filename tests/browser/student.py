@@ -59,6 +59,26 @@ def open_browser(playwright, on_blocked: Callable[[str], None]):
     return ctx
 
 
+def open_notebook(page, path: str) -> None:
+    """Open a notebook in the running JupyterLab as a student does, from File > Open from Path..."""
+    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^File$")).click()
+    page.locator(".lm-Menu-item[data-command='filebrowser:open-path']").click()
+    field = page.locator(".jp-Dialog input").first
+    field.fill(path)
+    field.press("Enter")
+    page.locator(".jp-Notebook").first.wait_for(timeout=60_000)
+
+
+def close_notebook(page) -> None:
+    """Save and close the open notebook (File > Save, File > Close Tab), leaving JupyterLab with no notebook."""
+    for command in ("docmanager:save", "application:close"):
+        page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^File$")).click()
+        page.locator(f".lm-Menu-item[data-command='{command}']").click()
+        _pause(page, 0.3)
+    _wait(page, lambda: page.locator(".jp-Notebook").count() == 0 and page.locator(".jp-Dialog").count() == 0, 20,
+          "the notebook to close")
+
+
 def run_all(page, timeout_s: float = 300, settled: Callable[[], bool] | None = None) -> int:
     """Run every cell through JupyterLab's own Run menu; wait until every code cell has run or one failed.
 

@@ -346,7 +346,12 @@ def _grade_unit(unit: Unit) -> Graded:
 
 @functools.cache
 def _empty_gradebook() -> Path:
-    return nc.empty_gradebook(Path(tempfile.mkdtemp(prefix="gradebook-template-")))
+    """One empty gradebook per checkout and nbgrader version (build/), shared by every unit and pytest worker."""
+    from importlib.metadata import version
+
+    folder = release.REPO / "build" / f"nbgrader-{version('nbgrader')}"
+    folder.mkdir(parents=True, exist_ok=True)
+    return nc.empty_gradebook(folder)
 
 
 def _nbgrader(unit: Unit, source_nb, data_dir: Path, subs: dict, budget: float,
