@@ -156,3 +156,70 @@ def test_a_fast_path_process_dies_with_its_parent(tmp_path):
     finally:
         if parent.poll() is None:
             parent.kill()
+
+
+def test_packs_hold_one_wrong_answer_per_exercise_and_keep_an_exercise_solved():
+    """make test's nbgrader submissions: the k-th wrong answer of each exercise in pack k, an exercise left solved
+    after the first wrong one (it proves the others cost only their own exercise), the proof's each alone."""
+    order = ["a", "b", "c"]
+    packs = harness.pack_submissions([("w1", "a"), ("w2", "a"), ("w3", "b")], order, set())
+    assert packs == {"pack1": {"a": "w1", "b": "w3"}, "pack2": {"a": "w2"}}
+    assert harness.pack_submissions([("w1", "a"), ("w3", "b")], order, {"w1", "w3"}) == {
+        "w1": {"a": "w1"}, "w3": {"b": "w3"}}
+    with pytest.raises(ValueError, match="leave no exercise solved after 'a'"):
+        harness.pack_submissions([("w1", "a"), ("w2", "b"), ("w3", "c")], order, set())
+    with pytest.raises(ValueError, match="leave no exercise solved after 'c'"):
+        harness.pack_submissions([("w3", "c")], order, set())
+
+
+def test_make_test_grades_under_one_fixed_seed_and_the_proof_under_twenty():
+    """The two tiers are the same tests with other parameters: the seeds come from INFOPT_GRADING_SEEDS."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.notebooks import proof
+
+    code = "import tests.notebooks.harness as h; print(list(h.SEEDS))"
+    repo = str(Path(__file__).resolve().parent.parent)
+    env = {k: v for k, v in os.environ.items() if k != "INFOPT_GRADING_SEEDS"}
+    plain = subprocess.run([sys.executable, "-c", code], cwd=repo, env=env, capture_output=True, text=True)
+    assert plain.stdout.strip() == "[1]", plain.stderr
+    env = proof.proof_env(["10_kernels"])
+    assert env["INFOPT_FULL_GRADING"] == "10_kernels"
+    full = subprocess.run([sys.executable, "-c", code], cwd=repo, env=env, capture_output=True, text=True)
+    assert full.stdout.strip() == str(list(range(1, 21))), full.stderr
+    cmd = " ".join(proof.pytest_command(["01_graphs_ir"], 2))
+    assert "tests/test_notebooks.py" in cmd and "tests/test_browser.py" in cmd and "test_grader_unit01" in cmd
+
+
+KILLS_ITS_FORK_POINT = '''def add(a: int, b: int) -> int:
+    import os
+    import signal
+    if os.getppid() == os.getpgid(0):  # a fork point's variant (nbgrader's kernel is not its parent's group)
+        os.kill(os.getppid(), signal.SIGKILL)
+    return a - b
+'''
+
+
+def test_a_fork_point_that_dies_leaves_its_wrong_answers_ungraded_never_rejected(tmp_path):
+    """A harness failure must never pass for a rejection: when the fork point of an exercise dies, its wrong answers,
+    its release stub and its control are reported as not graded, naming why."""
+    import shutil
+
+    solutions, course = tmp_path / "solutions", tmp_path / "course"
+    shutil.copytree(FIXTURE / "00_fixture", solutions / "00_fixture")
+    (solutions / "00_fixture" / "wrong" / "add__aa_kills_fork_point.py").write_text(KILLS_ITS_FORK_POINT)
+    (solutions / "00_fixture" / "unit.toml").write_text('notebook_s = 20\nnbgrader_wrong = ["add__subtracts"]\n')
+    release.write_release("00_fixture", solutions, course)
+    unit = Unit("00_fixture", solutions, course)
+    graded = harness.grade_unit(unit)
+    assert graded.packs == {"pack1": {"add": "wrong_add__subtracts"}}
+    problems = harness.wrong_answer_problems(unit, graded, "wrong_add__subtracts")
+    assert any("the fast path did not grade add__subtracts.py" in p and "ended without a result" in p
+               for p in problems), problems
+    assert any("did not grade the release's 'add'" in p for p in harness.release_problems(graded))
+    assert any("ended without a result" in p for p in harness.fast_path_problems(unit, graded))
+    # the other exercise's fork point is untouched: its wrong answer is rejected, its control gets full marks
+    assert harness.wrong_answer_problems(unit, graded, "wrong_softmax__unstable") == []
+    assert graded.scores["solution"] == {"add_test": (2.0, 2.0), "softmax_test": (3.0, 3.0)}

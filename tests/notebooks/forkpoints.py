@@ -129,6 +129,13 @@ class ForkPoints:
                                 "message": f"not graded: {why}", "seconds": 0.0}
         return out
 
+    def close(self) -> None:
+        """Kill what is left of the fork points and remove their folder."""
+        import shutil
+
+        self.kill_leftovers()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
     def kill_leftovers(self) -> None:
         """Kill every fork point still alive (each runs in its own session, so its variants go with it)."""
         for pidfile in self.folder.glob("pid-*"):

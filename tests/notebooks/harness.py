@@ -1,15 +1,16 @@
 """Grade a unit the way the notebook tests need, and read what a test needs from the sources: exercises,
 visible/hidden test lines, secret lines.
 
-Grading a unit is two runs, and the same code serves both tiers of the suite (`make test` and `make proof`):
-(1) The fast path (tests/notebooks/fastpath.py): the solution notebook runs once and every stored wrong answer is
-graded on its own exercise, forked from the notebook's state there, under each grading seed of the tier; so is
-each exercise's release stub (the unmodified release must earn zero). (2) ONE nbgrader process for the solution
-(full marks) and the stored wrong answers that go through nbgrader end to end: packed one per exercise into as few
-submissions as the choice needs in `make test` (each pack keeps some exercise solved after a wrong one, which must
-keep its points), each alone (and the release too) in the full proof. The wrong answers graded both ways prove the
-fast path equals nbgrader; the independence check (tests/notebooks/independence.py) proves the exercises may be
-graded alone, which is also what makes packing sound.
+Grading a unit is ONE nbgrader process, and the same code serves both tiers of the suite (`make test` and
+`make proof`). nbgrader grades the solution (full marks) and the stored wrong answers that go through nbgrader end
+to end: packed one per exercise into as few submissions as the choice needs in `make test` (each pack keeps an
+exercise solved after its first wrong one, which must keep its points), each alone (and the release too) in the
+full proof. Its kernel for the solution hosts the fast path (tests/notebooks/forkpoints.py): a fork point before
+each exercise, which after nbgrader is done grades every stored wrong answer of that exercise under each grading seed
+of the tier, the exercise's release stub (the unmodified release must earn zero), and the solution itself (a control:
+full marks, or the fork point is broken). The wrong answers graded both ways prove the fast path equals nbgrader; the
+independence check (tests/notebooks/independence.py) proves the exercises may be graded alone, which is also what
+makes packing sound.
 
 The tiers differ only in parameters: `make test` grades under one fixed grading seed (TEST_SEED, so CI is
 deterministic); `make proof` (tests/notebooks/proof.py) sets INFOPT_GRADING_SEEDS=20 and INFOPT_FULL_GRADING.
@@ -167,8 +168,7 @@ class Graded:
     seconds: dict[str, float] = field(default_factory=dict)     # submission -> kernel execution time
     root: Path | None = None
     log: str = ""                                                # nbgrader's output (tail), for messages
-    fast: FastResult | None = None                               # the fast path's outcomes (every wrong answer)
-    fast_error: str = ""                                         # why the fast path failed, if it did
+    fast: FastResult | None = None                               # the fast path's outcomes (every variant)
     packs: dict[str, dict[str, str]] = field(default_factory=dict)   # submission -> {exercise: wrong answer}
 
     def submission_of(self, student: str) -> str | None:
@@ -268,8 +268,8 @@ _CACHE: dict[Unit, Graded | Exception] = {}
 
 
 def grade_unit(unit: Unit) -> Graded:
-    """Grade a unit's solution, release and every wrong answer (the fast path, then one nbgrader process), cached per
-    process, failures included, so a broken unit costs one run, not one per test."""
+    """Grade a unit's solution, release and every wrong answer (one nbgrader process hosting the fork points), cached
+    per process, failures included, so a broken unit costs one run, not one per test."""
     if unit not in _CACHE:
         try:
             _CACHE[unit] = _grade_unit(unit)
@@ -340,7 +340,7 @@ def _grade_unit(unit: Unit) -> Graded:
                                      budget_s=budget + 10 * len(variants) * CELL_TIMEOUT_S)
         graded.seconds["fast path"] = graded.fast.seconds
     finally:
-        points.kill_leftovers()
+        points.close()
     return graded
 
 
@@ -425,16 +425,15 @@ def solution_problems(graded: Graded) -> list[str]:
 def release_problems(graded: Graded) -> list[str]:
     """(b) Autograded cells the unmodified release earns points on: each exercise's release stub on the fast path,
     and the release through nbgrader too when it was graded there (the full proof)."""
-    if graded.fast is None:
-        return [f"the fast path did not run: {graded.fast_error}"]
-    out = []
-    for gid in graded.fast.solution:
-        ex = gid.removesuffix("_test")
-        o = fast_outcome(graded, release_variant(ex))
-        if o is None or o.status == "harness":
-            out.append(f"the fast path did not grade the release's {ex!r}" + (f": {o.message}" if o else ""))
+    stubs = sorted({vid.split("@")[0] for vid in graded.fast.variants if vid.startswith(release_variant(""))})
+    out = [] if stubs else ["the fast path graded no exercise's release stub"]
+    for vid in stubs:
+        o, ex = fast_outcome(graded, vid), vid.removeprefix(release_variant(""))
+        if o.status == "harness":
+            out.append(f"the fast path did not grade the release's {ex!r}: {o.message}")
         elif o.score != 0:
-            out.append(f"the unmodified release earns {o.score:g}/{o.max:g} on {gid}: this test passes without any work")
+            out.append(f"the unmodified release earns {o.score:g}/{o.max:g} on {ex}_test: this test passes without "
+                       "any work")
     if "release" in graded.scores:
         out += [f"the unmodified release earns {s} on {gid} (nbgrader): this test passes without any work"
                 for gid, s in graded.scores["release"].items() if s[0] != 0]
@@ -464,8 +463,6 @@ def wrong_answer_problems(unit: Unit, graded: Graded, student: str) -> list[str]
         out += [f"the wrong answer {path.name} for {ex!r} (nbgrader, submission {sub}) also loses points on {gid}: "
                 f"{s} (exercises must not depend on each other's student code)"
                 for gid, s in scores.items() if gid not in wrong_here and s[0] != s[1]]
-    if graded.fast is None:
-        return out + [f"the fast path did not run: {graded.fast_error}"]
     got = fast_outcome(graded, student)
     if got is None or got.status == "harness":
         return out + [f"the fast path did not grade {path.name}" + (f": {got.message}" if got else "")]
@@ -476,18 +473,12 @@ def wrong_answer_problems(unit: Unit, graded: Graded, student: str) -> list[str]
 
 
 def fast_path_problems(unit: Unit, graded: Graded) -> list[str]:
-    """The fast path agrees with nbgrader: full marks for the solution on every test, the same score on every wrong
-    answer graded both ways, and full marks on the exercises a submission left solved (the fast path grades each
-    wrong answer with the others solved, so nbgrader must agree there)."""
-    if graded.fast is None:
-        return [f"the fast path did not run: {graded.fast_error}"]
-    out = [f"fast path: the solution lost points on {gid}: {o.score:g}/{o.max:g} ({o.message[:300]})"
-           for gid, o in graded.fast.solution.items() if o.score != o.max]
-    out += [f"fast path: a cell raised when run from the solutions: {e}" for e in graded.fast.errors]
-    nb_solution = graded.scores.get("solution", {})
-    missing = sorted(set(nb_solution) - set(graded.fast.solution))
-    out += [f"fast path: the solution run never reached test cell {gid}" for gid in missing]
-    for gid in nb_solution:  # each fork point grades the solution itself too: full marks, or its state is broken
+    """The fast path can be trusted and agrees with nbgrader: each fork point gives the solution itself full marks
+    (else its state is not the notebook's), no variant went ungraded, and every wrong answer graded both ways gets
+    the same score from both (the fast path grades each with the other exercises solved, and the exercises a pack
+    left solved must keep their points under nbgrader: wrong_answer_problems)."""
+    out = []
+    for gid in graded.scores.get("solution", {}):
         o = fast_outcome(graded, control_variant(gid.removesuffix("_test")))
         if o is not None and o.score != o.max:
             out.append(f"fast path: the fork point before {gid.removesuffix('_test')!r} gave the solution itself "
@@ -512,8 +503,6 @@ def fast_path_problems(unit: Unit, graded: Graded) -> list[str]:
 
 def seed_problems(unit: Unit, graded: Graded) -> list[str]:
     """Every stored wrong answer is rejected under every one of the SEEDS grading seeds, not most of them."""
-    if graded.fast is None:
-        return [f"the fast path did not run: {graded.fast_error}"]
     out = []
     for student, (ex, path) in unit.wrong_answers().items():
         outcomes = {seed: fast_outcome(graded, student, seed) for seed in SEEDS}
@@ -563,7 +552,7 @@ def main(argv: list[str] | None = None) -> int:
         if sub in graded.packs and list(graded.packs[sub].values()) != [sub]:
             print(f"{'':11s}  holds {', '.join(graded.packs[sub].values())}")
     if graded.fast is not None:
-        print(f"fast path  {'solution run':45s} {graded.fast.seconds:6.1f} s  ({len(graded.fast.variants)} variants)")
+        print(f"fast path  {'fork points':45s} {graded.fast.seconds:6.1f} s  ({len(graded.fast.variants)} variants)")
         for student in unit.wrong_answers():
             o = fast_outcome(graded, student)
             if o is not None:
