@@ -361,6 +361,15 @@ def _outcome(reply: dict, cell: dict) -> dict:
     return reply
 
 
+def _no_traceback(*args, **kwargs) -> None:
+    """IPython's showtraceback, in a variant's child: nothing to show (nobody reads the child's output)."""
+
+
+def _unformatted(exception: BaseException, *args, **kwargs) -> dict:
+    """IPython's _format_exception_for_storage, in a variant's child: the error without its traceback."""
+    return {"ename": type(exception).__name__, "evalue": str(exception), "traceback": []}
+
+
 def _variant_task(shell, cells: list[dict], start: int, variant: dict, timeout_s: float):
     """The child's work for one variant: its code in place of cell `start`, the cells up to its exercise's test,
     then the test (per seed). Returns {outcome id: outcome}."""
@@ -369,6 +378,11 @@ def _variant_task(shell, cells: list[dict], start: int, variant: dict, timeout_s
 
     def task() -> dict:
         began = time.monotonic()
+        # A variant's score needs only the error's type and message (_run_cell), never IPython's traceback pages,
+        # whose formatting (stack_data, pygments, inspect over every module; twice: shown and stored in the
+        # history) was most of a failing variant's time.
+        shell.showtraceback = _no_traceback
+        shell._format_exception_for_storage = _unformatted
         if variant.get("prelude"):
             _run_cell(shell, variant["prelude"], timeout_s)
         code = variant["code"] if variant.get("code") is not None else cells[start]["source"]
