@@ -30,6 +30,8 @@ _POLL_S = 0.1
 _GRACE_S = 2.0   # after a trigger's reply, how long a verdict that never started may still begin
 _REPLY_S = 10.0  # after a trigger's last record, how long its execute reply may take (a loaded machine is slow)
 _KERNEL_LOG_CAP = 256 * 1024
+MESSAGE_CAP = 8 * 2**20  # bytes of one kernel message the grader takes in; a bigger one never reaches its memory
+QUEUE_CAP = 32           # kernel messages the grader queues per socket; past that, the kernel's are dropped
 
 
 @dataclasses.dataclass
@@ -56,7 +58,22 @@ class CellResult:
     frames: list = dataclasses.field(default_factory=list)
 
 
-def _kernel_manager(sandbox: Sandbox):
+def capped_context():
+    """A ZeroMQ context whose sockets refuse any message over MESSAGE_CAP and queue at most QUEUE_CAP.
+
+    The kernel's output (a flood of display data: 24 x 160 MB once) would otherwise be read into the grader's
+    memory, outside the sandbox's memory cap. ZeroMQ refuses an oversized message before it is allocated and drops
+    the connection with it for good; _Runner connects the output channel again (IopubWatch), so the grader loses
+    that output and what the kernel sent meanwhile, never the rest of the notebook's."""
+    import zmq
+
+    context = zmq.Context()
+    context.setsockopt(zmq.MAXMSGSIZE, MESSAGE_CAP)
+    context.setsockopt(zmq.RCVHWM, QUEUE_CAP)
+    return context
+
+
+def _kernel_manager(sandbox: Sandbox, context=None):
     """A jupyter_client KernelManager whose kernel command (the bootstrap) runs inside `sandbox`, over IPC."""
     from jupyter_client.manager import KernelManager
 
@@ -66,9 +83,46 @@ def _kernel_manager(sandbox: Sandbox):
             return sandbox.wrap(kernel_argv(sandbox.run_dir, self.connection_file))
 
     km = SandboxedKernelManager(kernel_name="python3", transport="ipc", ip=str(sandbox.run_dir / "kernel"),
-                                connection_file=str(sandbox.run_dir / "kernel.json"))
+                                connection_file=str(sandbox.run_dir / "kernel.json"),
+                                **({"context": context} if context is not None else {}))
     km.shutdown_wait_time = 0.2
     return km
+
+
+class IopubWatch:
+    """Connects a kernel client's output channel (iopub) again after ZeroMQ dropped it for an oversized message."""
+
+    def __init__(self, kc) -> None:
+        self.kc, self.dropped = kc, 0
+        self._watch()
+
+    def _watch(self) -> None:
+        import zmq
+
+        self.monitor = self.kc.iopub_channel.socket.get_monitor_socket(zmq.EVENT_DISCONNECTED)
+
+    def check(self) -> bool:
+        """Reconnect if the connection was dropped since the last check; True when it was."""
+        if not self.monitor.poll(0):
+            return False
+        while self.monitor.poll(0):
+            self.monitor.recv_multipart()
+        old = self.kc.iopub_channel
+        old.socket.disable_monitor()
+        self.monitor.close(0)
+        old.close()
+        self.kc._iopub_channel = None  # jupyter_client's property connects a fresh one (subscribed to everything)
+        self.dropped += 1
+        self._watch()
+        return True
+
+    def close(self) -> None:
+        """Stop watching (before the client's channels are stopped)."""
+        try:
+            self.kc.iopub_channel.socket.disable_monitor()
+        except Exception:  # noqa: BLE001 (the socket may be closed already)
+            pass
+        self.monitor.close(0)
 
 
 class _Runner:
@@ -76,6 +130,7 @@ class _Runner:
 
     def __init__(self, km, kc, channel: Channel) -> None:
         self.km, self.kc, self.channel = km, kc, channel
+        self.iopub = IopubWatch(kc)
 
     def execute(self, code: str, timeout: float, store_history: bool = True,
                 until: Callable[[], bool] | None = None, begun: Callable[[], bool] | None = None) -> dict:
@@ -99,6 +154,9 @@ class _Runner:
                 result["status"] = "timeout"
                 break
             self.channel.poll()
+            if self.iopub.check() and kept < TEXT_CAP:
+                pieces.append(f"\n[output over {MESSAGE_CAP // 2**20} MB in one message: dropped by the grader]\n")
+                kept += len(pieces[-1])
             executed = reply is not None and (idle or now > reply_at + 2.0)  # the idle status may get lost
             if until is None:
                 if executed:
@@ -292,7 +350,8 @@ def run_notebook(cells: list[dict], limits: Limits, log_path: Path, uid: int | N
     timings: dict[str, float] = {}
     evidence = _Evidence(scrub)
     sandbox = Sandbox(limits, uid=uid, scratch=scratch)
-    km = kc = channel = None
+    km = kc = channel = runner = None
+    context = capped_context()
     infrastructure = False
     with open(log_path, "w", encoding="utf-8") as log:
         def record(item: CellResult) -> None:
@@ -304,12 +363,12 @@ def run_notebook(cells: list[dict], limits: Limits, log_path: Path, uid: int | N
         try:
             key = new_key()
             channel = Channel(_prepare(sandbox, files, key), key)
-            km = _kernel_manager(sandbox)
+            km = _kernel_manager(sandbox, context)
             timings["setup_s"] = time.monotonic() - started
             kernel_log = open(log_path.with_suffix(".kernel.log"), "wb")  # the kernel's raw fd 1/2 (capped by fsize)
             km.start_kernel(env=sandbox.env(), stdout=kernel_log, stderr=kernel_log, cwd=str(sandbox.work))
             kernel_log.close()
-            kc = km.client()
+            kc = km.client(context=context)
             kc.start_channels()
             runner = _Runner(km, kc, channel)
             sealer = Sealer(key)
@@ -366,6 +425,11 @@ def run_notebook(cells: list[dict], limits: Limits, log_path: Path, uid: int | N
         finally:
             teardown = time.monotonic()
             peak = sandbox.peak_memory_mb()
+            if runner is not None:
+                runner.iopub.close()
+                if runner.iopub.dropped:
+                    events.append(f"{runner.iopub.dropped} output message(s) over {MESSAGE_CAP // 2**20} MB dropped "
+                                  "by the grader (the kernel's output channel was connected again)")
             if kc is not None:
                 kc.stop_channels()
             if km is not None:
@@ -375,6 +439,7 @@ def run_notebook(cells: list[dict], limits: Limits, log_path: Path, uid: int | N
                 except Exception:  # noqa: BLE001 (the sandbox cleanup below kills what is left)
                     pass
                 km.cleanup_resources() if hasattr(km, "cleanup_resources") else None
+            context.destroy(linger=0)
             if channel is not None:
                 channel.poll()
                 channel.close()

@@ -74,12 +74,14 @@ def load_unit(unit: str, source: Path | None = None, release: Path | None = None
 
 def make_job(unit: Unit, submission: Submission, limits: Limits, log_dir: Path) -> dict:
     """The plain-data job for one submission (picklable for a process pool or Dask)."""
+    from infopt.grading.copies import near_copies
     from infopt.grading.tamper import scan_cells, shadowed_module
 
     cells, notes = assemble(submission.notebook, unit.master, unit.release)
     labelled = [(c.grade_id or f"cell {i}", c.source) for i, c in enumerate(cells)
                 if c.author == "student" and c.kind != "markdown"]
     findings = [str(f) for f in scan_cells(labelled)]
+    findings += [str(c) for c in near_copies(labelled)]  # pasted library code: flagged for the instructor
     findings += [f"upload ships `{name}`, which would shadow the module `{shadowed_module(name)}` (not used)"
                  for name in submission.shipped if shadowed_module(name)]
     findings += submission.flags
@@ -114,18 +116,23 @@ def grade_one(job: dict) -> dict:
     return record
 
 
-def _intake_record(sub: Submission, unit: Unit) -> dict:
-    """The record of a student who never reached the sandbox (missing or broken submission)."""
-    exercises: dict[str, dict] = {}
+def _zero_record(student: str, status: str, reason: str, tests: Iterable[tuple[str, float]], notes: list[str],
+                 events: list[str] | None = None) -> dict:
+    """The record of a student with no score: every exercise at 0 of its points (`tests`: (grade_id, points))."""
     from .assemble import exercise_of
 
-    for cell in unit.master:
-        if cell.kind == "test":
-            ex = exercises.setdefault(exercise_of(cell.grade_id), {"score": 0.0, "max": 0.0})
-            ex["max"] += cell.points
-    return {"student": sub.student, "status": sub.status, "reason": sub.message, "total": 0.0,
+    exercises: dict[str, dict] = {}
+    for grade_id, points in tests:
+        exercises.setdefault(exercise_of(grade_id), {"score": 0.0, "max": 0.0})["max"] += points
+    return {"student": student, "status": status, "reason": reason, "total": 0.0,
             "max_total": sum(e["max"] for e in exercises.values()), "exercises": exercises, "tests": [],
-            "flags": [], "notes": sub.notes, "events": [], "seconds": 0.0, "origin": sub.origin}
+            "flags": [], "notes": notes, "events": events or [], "seconds": 0.0}
+
+
+def _intake_record(sub: Submission, unit: Unit) -> dict:
+    """The record of a student who never reached the sandbox (missing or broken submission)."""
+    tests = [(c.grade_id, c.points) for c in unit.master if c.kind == "test"]
+    return {**_zero_record(sub.student, sub.status, sub.message, tests, sub.notes), "origin": sub.origin}
 
 
 def _progress(done: int, total: int, record: dict, quiet: bool) -> None:
@@ -140,9 +147,18 @@ def _progress(done: int, total: int, record: dict, quiet: bool) -> None:
 
 
 def run_jobs(jobs: list[dict], workers: int = 1, dask: str | None = None,
-             on_done: Callable[[dict], None] | None = None) -> list[dict]:
-    """Grade jobs with `workers` processes (1: in this process) or on a Dask cluster ('local' or an address)."""
+             on_done: Callable[[dict], None] | None = None, work: Callable[[dict], dict] = grade_one) -> list[dict]:
+    """Grade jobs with `workers` processes (1: in this process) or on a Dask cluster ('local' or an address).
+
+    A worker process that dies (killed for memory, or a crash below Python) costs only the student it was grading:
+    the jobs it took down with it are graded again, each in a process of its own, and a job that kills that one
+    too gets an error record."""
     results: list[dict] = []
+
+    def finish(record: dict) -> None:
+        results.append(record)
+        on_done and on_done(record)
+
     if dask:
         from distributed import Client, LocalCluster, as_completed
 
@@ -150,23 +166,51 @@ def run_jobs(jobs: list[dict], workers: int = 1, dask: str | None = None,
                                dashboard_address=None) if dask == "local" else None
         try:
             with Client(cluster if cluster else dask) as client:
-                futures = client.map(grade_one, jobs, pure=False)
+                futures = {client.submit(work, job, pure=False): job for job in jobs}
                 for future in as_completed(futures):
-                    results.append(future.result())
-                    on_done and on_done(results[-1])
+                    try:
+                        finish(future.result())
+                    except Exception as err:  # noqa: BLE001 (a lost worker costs its student, not the batch)
+                        finish(_lost_record(futures[future], err))
         finally:
             if cluster is not None:
                 cluster.close()
     elif workers <= 1:
         for job in jobs:
-            results.append(grade_one(job))
-            on_done and on_done(results[-1])
+            finish(work(job))
     else:
-        with concurrent.futures.ProcessPoolExecutor(max_workers=workers) as pool:
-            for future in concurrent.futures.as_completed([pool.submit(grade_one, job) for job in jobs]):
-                results.append(future.result())
-                on_done and on_done(results[-1])
+        lost = _run_pool(jobs, workers, work, finish)
+        for job in lost:  # alone, so that a second death is this job's own
+            again = _run_pool([job], 1, work, finish)
+            for dead in again:
+                finish(_lost_record(dead, None))
     return results
+
+
+def _run_pool(jobs: list[dict], workers: int, work: Callable[[dict], dict],
+              finish: Callable[[dict], None]) -> list[dict]:
+    """Run jobs in a process pool; return the jobs whose worker died before it returned."""
+    lost: list[dict] = []
+    with concurrent.futures.ProcessPoolExecutor(max_workers=workers) as pool:
+        futures = {pool.submit(work, job): job for job in jobs}
+        for future in concurrent.futures.as_completed(futures):
+            try:
+                finish(future.result())
+            except concurrent.futures.process.BrokenProcessPool:
+                lost.append(futures[future])
+            except Exception as err:  # noqa: BLE001 (grade_one never raises; any other work function may)
+                finish(_lost_record(futures[future], err))
+    return lost
+
+
+def _lost_record(job: dict, err: BaseException | None) -> dict:
+    """The error record of a student whose grading process died or failed (the rest of the batch goes on)."""
+    why = (f"{type(err).__name__}: {err}" if err is not None else
+           "the process grading this notebook died twice (killed for memory, or crashed)")
+    tests = [(c["grade_id"], c.get("points", 0.0)) for c in job.get("cells", []) if c.get("kind") == "test"]
+    record = _zero_record(job["student"], "error", f"grader failure: {why}; grade this student again alone", tests,
+                          list(job.get("notes", [])), [f"grader failure: {why}"])
+    return Scrubber.from_spec(job.get("scrub")).deep(record)
 
 
 def grade(unit: str, submissions: Path, out: Path, roster: Path | None = None, workers: int | None = None,
@@ -182,7 +226,8 @@ def grade(unit: str, submissions: Path, out: Path, roster: Path | None = None, w
     limits = limits or Limits()
     loaded = load_unit(unit, source, release)
     ids = load_roster(roster) if roster else None
-    found = find_submissions(Path(submissions), unit, ids)
+    workers = workers or os.cpu_count() or 1
+    found = find_submissions(Path(submissions), unit, ids, workers=workers)  # each upload read by its own process
     out.mkdir(parents=True, exist_ok=True)
     log_dir = out / "logs"
     jobs, records = [], []
@@ -198,7 +243,6 @@ def grade(unit: str, submissions: Path, out: Path, roster: Path | None = None, w
             continue
         job["origin"] = sub.origin
         jobs.append(job)
-    workers = workers or os.cpu_count() or 1
     gb_spec = _worker_gradebooks(loaded, out / "gradebooks") if jobs and dask in (None, "local") else None
     for job in jobs:
         job["gradebook"] = gb_spec

@@ -13,6 +13,7 @@ but flagged for review.
 """
 from __future__ import annotations
 
+import concurrent.futures
 import csv
 import dataclasses
 import hashlib
@@ -20,11 +21,15 @@ import io
 import json
 import os
 import re
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 from .archives import ARCHIVE_SUFFIXES, UnsafeArchive, is_archive, members, read_member
 
 MAX_NOTEBOOK_BYTES = 64 * 1024 * 1024
+MAX_NESTING = 64  # JSON levels; a real notebook has about 6 (outputs' data in a cell in the notebook)
 _ID_CHARS = re.compile(r"[^A-Za-z0-9._@+-]")
 _IGNORED_PARTS = ("__MACOSX", ".ipynb_checkpoints")
 
@@ -103,6 +108,12 @@ def parse_notebook(data: bytes) -> tuple[dict | None, str]:
         nb = json.loads(text)
     except json.JSONDecodeError as err:
         return None, f"notebook is not valid JSON: {err.msg} at line {err.lineno}, column {err.colno}"
+    except RecursionError:
+        return None, (f"notebook JSON nests deeper than Python can read (a notebook nests about 6 levels); "
+                      "its metadata or outputs were damaged or built by hand")
+    if nesting(nb, MAX_NESTING) > MAX_NESTING:
+        return None, (f"notebook JSON nests more than {MAX_NESTING} levels deep (a notebook nests about 6); "
+                      "its metadata or outputs were damaged or built by hand")
     if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
         return None, "notebook JSON has no list of cells (is this an .ipynb file?)"
     if nb.get("nbformat") != 4:
@@ -121,6 +132,19 @@ def parse_notebook(data: bytes) -> tuple[dict | None, str]:
             cell["metadata"] = {}
         cell["outputs"] = []
     return nb, ""
+
+
+def nesting(value: object, limit: int) -> int:
+    """How deep lists and dicts nest in `value` (a scalar is 0), counting no further than `limit` + 1; no recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            deepest = max(deepest, depth)
+            if depth > limit:
+                return depth
+            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return deepest
 
 
 def _link_on_path(root: Path, path: Path) -> str | None:
@@ -207,8 +231,8 @@ def _read_upload(path: Path, unit: str, shipped: list[str], root: Path,
         flags.extend(_hard_link_flag(path))
         try:
             return read_member(path, chosen, MAX_NOTEBOOK_BYTES), f"{path}:{chosen}", note
-        except (OSError, EOFError, ValueError, RuntimeError) as err:
-            return None, str(path), f"upload is not a readable archive ({err})"
+        except Exception as err:  # noqa: BLE001 (a bad CRC, a truncated stream, a damaged header: all unreadable)
+            return None, str(path), f"upload is not a readable archive ({type(err).__name__}: {err})"
     if path.suffix == ".ipynb":
         if not _under(root, path):
             return None, str(path), "the notebook resolves outside the submissions folder; it is not the student's file"
@@ -236,8 +260,13 @@ def _student_of(name: str, roster: list[str] | None) -> str:
     return safe_id(stem.split("_")[0] if "_" in stem else stem)
 
 
-def find_submissions(root: Path, unit: str, roster: list[str] | None = None) -> dict[str, Submission]:
-    """One Submission per student (roster first, in order, then unlisted submitters) from `root`."""
+def find_submissions(root: Path, unit: str, roster: list[str] | None = None, limits: IntakeLimits | None = None,
+                     isolate: bool = True, workers: int | None = None) -> dict[str, Submission]:
+    """One Submission per student (roster first, in order, then unlisted submitters) from `root`.
+
+    Each upload is read by a process of its own under `limits` (default IntakeLimits()), `workers` at once;
+    `isolate=False` reads them in this process (still one failure per student, but without the limits)."""
+    limits = limits or IntakeLimits()
     root = Path(os.path.realpath(root))  # the instructor's own folder may be a link; nothing below it may be
     if not root.is_dir():
         raise FileNotFoundError(f"submissions folder {root} does not exist")
@@ -258,10 +287,25 @@ def find_submissions(root: Path, unit: str, roster: list[str] | None = None) -> 
     students = list(roster or []) + sorted(s for s in uploads if not roster or s not in roster)
     found: dict[str, Submission] = {}
     for student in students:
-        paths = uploads.get(student)
-        if not paths:
+        if not uploads.get(student):
             found[student] = Submission(student, "missing", "no submission")
-            continue
+    pending = [s for s in students if s not in found]
+    read = (lambda s: read_isolated(s, uploads[s], unit, root, limits)) if isolate else (
+        lambda s: read_submission(s, uploads[s], unit, root))
+    with concurrent.futures.ThreadPoolExecutor(max(1, min(workers or os.cpu_count() or 1, len(pending) or 1))) as pool:
+        for student, sub in zip(pending, pool.map(read, pending)):
+            found[student] = sub
+    found = {student: found[student] for student in students}
+    for student in students:
+        if roster and student not in roster:
+            found[student].notes.append("student is not on the roster")
+    _flag_identical(found)
+    return found
+
+
+def read_submission(student: str, paths: list[Path], unit: str, root: Path) -> Submission:
+    """One student's Submission from their uploads (the latest is graded); never raises: a failure is their error."""
+    try:
         paths = sorted(paths, key=lambda p: p.lstat().st_mtime)
         shipped: list[str] = []
         flags: list[str] = []
@@ -272,18 +316,51 @@ def find_submissions(root: Path, unit: str, roster: list[str] | None = None) -> 
         if len(paths) > 1:
             notes.append(f"{len(paths)} uploads; graded the latest, {paths[-1].name}")
         if data is None:
-            found[student] = Submission(student, "error", note, origin=origin)
-            continue
+            return Submission(student, "error", note, origin=origin)
         nb, error = parse_notebook(data)
         if nb is None:
-            found[student] = Submission(student, "error", error, origin=origin, notes=notes)
-        else:
-            found[student] = Submission(student, "ok", "", nb, origin, notes, shipped, flags,
-                                        hashlib.sha256(data).hexdigest())
-        if roster and student not in roster:
-            found[student].notes.append("student is not on the roster")
-    _flag_identical(found)
-    return found
+            return Submission(student, "error", error, origin=origin, notes=notes)
+        return Submission(student, "ok", "", nb, origin, notes, shipped, flags, hashlib.sha256(data).hexdigest())
+    except MemoryError:
+        return Submission(student, "error", "reading the upload needed more memory than the grader allows (a zip "
+                          "bomb, or a notebook far too large)", origin=str(paths[-1]) if paths else "")
+    except Exception as err:  # noqa: BLE001 (an upload nothing above foresaw is this student's error, not the batch's)
+        return Submission(student, "error", f"the upload could not be read ({type(err).__name__}: {err}); "
+                          "ask the student to upload the notebook again", origin=str(paths[-1]) if paths else "")
+
+
+@dataclasses.dataclass(frozen=True)
+class IntakeLimits:
+    """Limits on the process that reads one upload: address space, CPU seconds and wall seconds."""
+
+    memory_mb: int = 2048
+    cpu_s: int = 60
+    wall_s: float = 120.0
+
+
+def read_isolated(student: str, paths: list[Path], unit: str, root: Path, limits: IntakeLimits) -> Submission:
+    """read_submission in a process of its own under `limits` (autograder.intake_child), so that an upload that
+    exhausts memory or time, or crashes the reader, costs only its own student."""
+    request = json.dumps({"student": student, "paths": [str(p) for p in paths], "unit": unit, "root": str(root),
+                          "limits": dataclasses.asdict(limits)})
+    origin = str(paths[-1]) if paths else ""
+    try:
+        done = subprocess.run([sys.executable, "-m", "autograder.intake_child"], input=request.encode(),
+                              capture_output=True, timeout=limits.wall_s, cwd=Path(__file__).resolve().parent.parent,
+                              env={"PATH": os.environ.get("PATH", ""), "PYTHONDONTWRITEBYTECODE": "1"})
+    except subprocess.TimeoutExpired:
+        return Submission(student, "error", f"reading the upload took over {limits.wall_s:g} s and was stopped "
+                          "(a file that never ends, or an archive built to be slow to open)", origin=origin)
+    if done.returncode != 0:
+        how = (f"killed by signal {-done.returncode}" if done.returncode < 0 else f"exit code {done.returncode}")
+        cause = f"after {limits.cpu_s} s of CPU" if done.returncode == -signal.SIGXCPU else f"({how})"
+        return Submission(student, "error", f"reading the upload was stopped {cause}: a damaged or hostile archive "
+                          f"or notebook (limits: {limits.memory_mb} MB, {limits.cpu_s} CPU s)", origin=origin)
+    try:
+        return Submission(**json.loads(done.stdout))
+    except (ValueError, TypeError) as err:
+        return Submission(student, "error", f"the process that read the upload gave no usable answer ({err})",
+                          origin=origin)
 
 
 def _flag_identical(found: dict[str, Submission]) -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from autograder.assemble import release_notebook
+from autograder.executor import MESSAGE_CAP
 from autograder.grade import grade, load_unit, main
 from autograder.sandbox import Limits
 from tests.grader_fixtures.adversarial import (CONTROL, DETACHED_MARKER, TAMPER_ON_WRONG_CODE, Case, cases_for,
@@ -151,6 +152,17 @@ def test_every_roster_student_has_a_row_in_roster_order(batch):
     by = {r["student"]: r for r in rows}
     if batch["name"] == "toy_unit":  # the upload cases run on the toy unit only
         assert by["d_missing"]["status"] == "missing" and by["b_bad_json"]["reason"]
+
+
+def test_a_flood_of_output_never_reaches_the_grader_and_costs_nothing_else(toy_batch):
+    """12 display outputs of 10 MB: each is refused by the grader's socket before it is read (MESSAGE_CAP), the
+    output channel comes back, and the notebook is graded as if they had not been there."""
+    record = toy_batch["records"]["j_flood"]
+    assert record["status"] == "graded" and record["total"] == record["max_total"], record
+    assert any("dropped by the grader" in event for event in record["events"]), record["events"]
+    cells = [json.loads(line) for line in (toy_batch["out"] / "logs" / "j_flood.jsonl").read_text().splitlines()]
+    assert max(cell["output_bytes"] for cell in cells) < MESSAGE_CAP
+    assert any("dropped by the grader" in cell["output"] for cell in cells)
 
 
 def test_nothing_outside_the_output_changed_and_no_process_survived(batch):

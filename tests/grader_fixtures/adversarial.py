@@ -17,6 +17,7 @@ archives (refused) and hard links or identical notebooks across students (flagge
 from __future__ import annotations
 
 import ast
+import builtins
 import copy
 import dataclasses
 import io
@@ -128,6 +129,12 @@ os._exit(1)
 """
 BIG_OUTPUT = """
 print("x" * 50_000_000)
+"""
+# Display data past the grader's message cap (autograder.executor.MESSAGE_CAP), 12 times: never in the grader's memory.
+FLOOD = """
+from IPython.display import display as _display
+for _i in range(12):
+    _display({"text/plain": "x" * (10 * 2**20)}, raw=True)
 """
 FAKE_NUMPY = "class _T:\n    def assert_allclose(self, *a, **k):\n        pass\ntesting = _T()\n"
 
@@ -248,6 +255,12 @@ CASES = [
     Case("a_honest_first", "an honest, correct submission graded before the hostile ones", "honest"),
     Case("b_bad_json", "a notebook that is not valid JSON", "bad_json", status="error", score="zero",
          reason="not valid JSON"),
+    Case("b_deep_json", "a notebook whose metadata nests 100,000 levels deep", "deep_json", status="error",
+         score="zero", reason="nests"),
+    Case("b_bad_crc", "a zip whose notebook fails its CRC check", "zip_bad_crc", status="error", score="zero",
+         reason="not a readable"),
+    Case("b_zip_bomb", "a zip whose notebook inflates to 200 MB", "zip_bomb", status="error", score="zero",
+         reason="over 64 MB"),
     Case("c_nbformat5", "a notebook that claims nbformat 5", "nbformat5", status="error", score="zero",
          reason="nbformat 5"),
     Case("d_missing", "a roster student who submitted nothing", "none", status="missing", score="zero",
@@ -263,10 +276,14 @@ CASES = [
     Case("i_memory_bomb", "an allocation that grows without bound", "append", MEMORY_BOMB, target=1,
          score="before_target", reason="out of memory"),
     Case("j_big_output", "a 50 MB output line", "append", BIG_OUTPUT, target=0),
+    Case("j_flood", "12 display outputs of 10 MB each", "append", FLOOD, target=0),
     Case("k_escape", "reads solutions/ and the gradebook, writes outside its folder, leaves a detached process",
          "append", ESCAPE, target=0, status="flagged", flag="solutions"),
     Case("l_rigged_eq", "returns an object whose == is always true", "append", RIGGED_EQ, target=-1,
          status="flagged", score="full_minus_target", flag="__eq__"),
+    Case("l2_paste_library", "a correct notebook plus the library's live_nodes pasted in, every name changed and "
+         "its docstring dropped", "paste_library", target=0, status="flagged", flag="near-copy of the library's "
+         "`infopt.passes.dce:live_nodes`"),
     Case("m_patch_checkers", "replaces np.testing.assert_allclose, infopt.grading checks and isinstance",
          "append", PATCH_CHECKERS, target=-1, status="flagged", score="full_minus_target",
          flag="assert_allclose"),
@@ -348,14 +365,16 @@ def wrong_answers(folder: Path) -> dict[str, Path]:
     return {p.stem: p for p in sorted(Path(folder).glob("*.py")) if "__" in p.stem}
 
 
-# Cases whose outcome does not depend on the unit's notebook: the upload itself (bad JSON, archives, links, renamed,
-# shipped or shared files, a missing student), the sandbox's limits (the kernel exiting, a swallowed interrupt, a
-# fork bomb, a memory bomb, a 50 MB output, startup files, an escape from the folder) and tampering with the
+# Cases whose outcome does not depend on the unit's notebook: the upload itself (bad JSON, JSON nested 100,000 deep, a
+# bad CRC, a zip bomb, archives, links, renamed, shipped or shared files, a missing student), the sandbox's limits (the
+# kernel exiting, a swallowed interrupt, a fork bomb, a memory bomb, a 50 MB output, a flood of display data, startup
+# files, an escape from the folder), pasted library code (flagged) and tampering with the
 # kernel's execution machinery (run_cell, do_execute, tracebacks, input transformers, stderr, forged verdicts). The
 # toy unit's batch runs every case; the batches on real notebooks (the notebook pipeline's fixture, unit 01) run the
 # others, where the unit's own cells, hidden tests and checkers decide the outcome, unless INFOPT_FULL_GRADING names
 # the unit (tests/notebooks/harness.full_grading_asked).
-UNIT_INDEPENDENT = ("b_", "c_", "d_", "q_", "o_", "v", "w", "f_", "g_", "h_", "i_", "j_", "k_", "t_", "n_", "p_", "s")
+UNIT_INDEPENDENT = ("b_", "c_", "d_", "q_", "o_", "v", "w", "f_", "g_", "h_", "i_", "j_", "k_", "l2_", "t_", "n_", "p_",
+                    "s")
 
 
 def unit_dependent(cases: list[Case]) -> list[Case]:
@@ -448,6 +467,17 @@ def build_upload(case: Case, master: list[MasterCell], unit: str, repo: Path,
         return {f"{me}.ipynb": _nb_bytes(honest, me)}
     if case.build == "bad_json":
         return {f"{me}.ipynb": _nb_bytes(honest, me)[:-200]}
+    if case.build == "paste_library":
+        nb = copy.deepcopy(honest)
+        nb["cells"][target_position(case, master)]["source"] += "\n\n" + pasted_copy(repo_lib(), "passes/dce.py",
+                                                                                      "live_nodes")
+        return {f"{me}.ipynb": _nb_bytes(nb, me)}
+    if case.build == "deep_json":
+        return {f"{me}.ipynb": deep_json_notebook(_nb_bytes(honest, me), 100_000)}
+    if case.build == "zip_bad_crc":
+        return {f"{me}.zip": bad_crc_zip(f"{unit}.ipynb", _nb_bytes(honest, me))}
+    if case.build == "zip_bomb":
+        return {f"{me}.zip": zip_bomb(f"{unit}.ipynb", 200 * 2**20)}
     if case.build == "nbformat5":
         return {f"{me}.ipynb": _nb_bytes({**honest, "nbformat": 5}, me)}
     if case.build in ("append", "stub_plus", "stub_target"):
@@ -494,6 +524,63 @@ def build_upload(case: Case, master: list[MasterCell], unit: str, repo: Path,
     if case.build == "tar_ok":
         return {f"{me}.tar.gz": tar_bytes({f"work/{unit}.ipynb": _nb_bytes(honest, me)})}
     raise ValueError(f"unknown builder {case.build!r}")
+
+
+def repo_lib() -> Path:
+    """The real library's package folder (the decoy course has none)."""
+    return Path(__file__).resolve().parents[2] / "lib" / "infopt"
+
+
+def pasted_copy(package: Path, module: str, function: str) -> str:
+    """The source of `function` in package/module as a student would paste it: every name changed, no docstring."""
+    tree = ast.parse((package / module).read_text())
+    node = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == function)
+    if ast.get_docstring(node) is not None:
+        node.body = node.body[1:]
+    names: dict[str, str] = {}
+
+    class Rename(ast.NodeTransformer):
+        def visit_Name(self, item):
+            item.id = item.id if hasattr(builtins, item.id) else names.setdefault(item.id, f"v{len(names)}")
+            return item
+
+        def visit_arg(self, item):
+            item.arg, item.annotation = names.setdefault(item.arg, f"v{len(names)}"), None
+            return item
+
+    node = Rename().visit(node)
+    node.name, node.returns = "my_helper", None
+    return ast.unparse(node)
+
+
+def deep_json_notebook(nb: bytes, depth: int) -> bytes:
+    """A notebook's bytes with `depth` levels of lists nested in its metadata (valid JSON)."""
+    head, tail = nb.rsplit(b"}", 1)
+    return head + b', "deep": ' + b"[" * depth + b"]" * depth + b"}" + tail
+
+
+def bad_crc_zip(name: str, data: bytes) -> bytes:
+    """A zip holding `data` as `name`, stored uncompressed, with one byte changed after the CRC was computed."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_STORED) as archive:
+        archive.writestr(zipfile.ZipInfo(name), data)
+    raw = bytearray(buffer.getvalue())
+    at = raw.index(data[:64]) + len(data) // 2
+    raw[at] ^= 0x01
+    return bytes(raw)
+
+
+def zip_bomb(name: str, size: int) -> bytes:
+    """A zip of about size/1000 bytes whose member `name` inflates to `size` zero bytes."""
+    buffer = io.BytesIO()
+    info = zipfile.ZipInfo(name)
+    info.compress_type = zipfile.ZIP_DEFLATED
+    with zipfile.ZipFile(buffer, "w") as archive:
+        with archive.open(info, "w", force_zip64=True) as member:
+            chunk = bytes(2**20)
+            for _ in range(size // len(chunk)):
+                member.write(chunk)
+    return buffer.getvalue()
 
 
 def tar_bytes(files: dict[str, bytes], symlinks: dict[str, str] | None = None,
