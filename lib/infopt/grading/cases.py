@@ -85,7 +85,7 @@ def call_student(fn: Callable[..., Any], *args: Any, name: str | None = None,
     before = [fp(a) for a in args]
     try:
         out = fn(*args, **kwargs)
-    except GradingError:
+    except (GradingError, HarnessError):
         raise
     except Exception as err:
         raise GradingError(f"{label} raised {type(err).__name__} on a valid input: {err}") from err

@@ -19,6 +19,7 @@ import sys
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
+from . import guards
 from .errors import GradingError, HarnessError
 
 
@@ -75,6 +76,7 @@ def forbid(*targets: str, exercise: str, why: str = "", namespaces: tuple[dict, 
     if not targets:
         raise HarnessError("forbid() needs at least one 'module:attribute' target")
     patches: list[tuple[Any, str, Any]] = []   # (owner, attribute or dict key, original value)
+    guards.push(targets, exercise, why)  # graded across the boundary: the kernel's calls are guarded there too
     try:
         for target in targets:
             owner, attr, original = _resolve(target)
@@ -100,6 +102,7 @@ def forbid(*targets: str, exercise: str, why: str = "", namespaces: tuple[dict, 
                     cell.cell_contents = wire
         yield
     finally:
+        guards.pop()
         for owner, key, original in reversed(patches):
             if isinstance(owner, dict):
                 owner[key] = original
@@ -115,12 +118,19 @@ def _has_contents(cell: Any) -> bool:
     return True
 
 
+def bound_cells(fn: Any) -> tuple[Any, ...]:
+    """The closure cells of `fn` that hold a value (where a guard must replace a forbidden object too)."""
+    return tuple(c for c in (getattr(fn, "__closure__", None) or ()) if _has_contents(c))
+
+
 def forbidding(fn: Callable[..., Any], *targets: str, exercise: str, why: str = "") -> Callable[..., Any]:
     """`fn` wrapped so that each call runs under forbid(*targets): what a hidden test calls instead of `fn`."""
     if not callable(fn):
         raise GradingError(f"expected a function, got {type(fn).__name__}")
+    if getattr(fn, "__infopt_remote__", False):  # a StudentFunction: the guard goes up in the student's kernel
+        return fn.forbidding(targets, exercise, why)
     namespaces = tuple(ns for ns in (getattr(fn, "__globals__", None),) if isinstance(ns, dict))
-    closures = tuple(c for c in (getattr(fn, "__closure__", None) or ()) if _has_contents(c))
+    closures = bound_cells(fn)
 
     @functools.wraps(fn)
     def guarded(*args: Any, **kwargs: Any) -> Any:
