@@ -8,12 +8,18 @@ channel (autograder/kernel_boot.py), never the execute reply, so a kernel whose 
 cannot report a pass. Before each test, three probes that must fail are sent the same way, indistinguishable from
 the test; a probe that passes, or gives no verdict, voids the test and flags the submission, and so does a test
 that gives no verdict. Everything written to the log has been scrubbed of hidden-test and solution text.
+
+With a judge (autograder/judge.py), a test cell runs in neither way: the kernel runs `infopt.grading.remote.serve`
+in its place, answering the judge's calls on the student's functions, and the verdict is the judge's. The hidden
+tests, their expected values and the comparisons never enter the kernel.
 """
 from __future__ import annotations
 
 import dataclasses
 import json
 import os
+import socket
+import threading
 import time
 from pathlib import Path
 from queue import Empty
@@ -333,12 +339,13 @@ def _detail(channel: Channel, seq: int, scrub: Scrubber) -> dict:
 
 def run_notebook(cells: list[dict], limits: Limits, log_path: Path, uid: int | None = None,
                  files: dict[str, bytes] | None = None, scratch: Path | None = None,
-                 scrub: Scrubber | None = None) -> dict:
+                 scrub: Scrubber | None = None, judge: dict | None = None, seed: int | None = None) -> dict:
     """Execute `cells` (dicts with kind/source/grade_id/author) in a fresh sandbox; return per-cell results, events,
     flags (tamper evidence found while running) and timings.
 
     `files` are the release's read-only companion files copied into the kernel's folder. Results are appended to
     `log_path` as JSON lines while the cells run, after `scrub` removed hidden-test and solution text from them.
+    With `judge` (`Judge.spec()`), the tests of the judge's exercises are decided by the judge under grading `seed`.
     """
     scrub = scrub or Scrubber(())
     log_path = Path(log_path)
@@ -350,7 +357,7 @@ def run_notebook(cells: list[dict], limits: Limits, log_path: Path, uid: int | N
     timings: dict[str, float] = {}
     evidence = _Evidence(scrub)
     sandbox = Sandbox(limits, uid=uid, scratch=scratch)
-    km = kc = channel = runner = None
+    km = kc = channel = runner = listener = None
     context = capped_context()
     infrastructure = False
     with open(log_path, "w", encoding="utf-8") as log:
@@ -363,6 +370,8 @@ def run_notebook(cells: list[dict], limits: Limits, log_path: Path, uid: int | N
         try:
             key = new_key()
             channel = Channel(_prepare(sandbox, files, key), key)
+            if judge:
+                listener = _judge_listener(sandbox)
             km = _kernel_manager(sandbox, context)
             timings["setup_s"] = time.monotonic() - started
             kernel_log = open(log_path.with_suffix(".kernel.log"), "wb")  # the kernel's raw fd 1/2 (capped by fsize)
@@ -400,7 +409,10 @@ def run_notebook(cells: list[dict], limits: Limits, log_path: Path, uid: int | N
                     events.append(stopped)
                     record(CellResult(index, cell["kind"], cell.get("grade_id"), "not_run", evalue=stopped))
                     continue
-                if cell["kind"] == "test":
+                if cell["kind"] == "test" and judge and _exercise(cell) in judge["exercises"]:
+                    item = _run_judged_test(runner, judge, listener, evidence, cells, index, limits, deadline,
+                                            scrub, seed)
+                elif cell["kind"] == "test":
                     item = _run_test(runner, sealer, channel, evidence, cells, index, limits, deadline, scrub)
                 else:
                     out = runner.execute(cell["source"], min(limits.cell_s, remaining))
@@ -440,6 +452,8 @@ def run_notebook(cells: list[dict], limits: Limits, log_path: Path, uid: int | N
                     pass
                 km.cleanup_resources() if hasattr(km, "cleanup_resources") else None
             context.destroy(linger=0)
+            if listener is not None:
+                listener.close()
             if channel is not None:
                 channel.poll()
                 channel.close()
@@ -511,6 +525,89 @@ def _run_test(runner: _Runner, sealer: Sealer, channel: Channel, evidence: _Evid
         item.frames = [f for f in detail.get("frames", []) if isinstance(f, list) and len(f) == 4][-12:]
         if verdict.get("status") == "none":
             item.evalue = "the test ended without a verdict"
+    return item
+
+
+def _exercise(cell: dict) -> str:
+    grade_id = cell.get("grade_id") or ""
+    return grade_id[: -len("_test")] if grade_id.endswith("_test") else grade_id
+
+
+JUDGE_SOCKET = "judge.sock"
+SERVE_CELL = '__import__("infopt.grading.remote", fromlist=["serve"]).serve({path!r}, globals())'
+
+
+def _judge_listener(sandbox: Sandbox) -> socket.socket:
+    """The socket the kernel's serving cells connect to (in its run folder, which the sandbox shows at its path)."""
+    path = sandbox.run_dir / JUDGE_SOCKET
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(path))
+    listener.listen(4)
+    os.chmod(path, 0o600)
+    if sandbox.uid is not None:
+        os.chown(path, sandbox.uid, sandbox.uid)
+    return listener
+
+
+def _run_judged_test(runner: _Runner, judge: dict, listener: socket.socket, evidence: _Evidence, cells: list[dict],
+                     index: int, limits: Limits, deadline: float, scrub: Scrubber, seed: int | None) -> CellResult:
+    """One test decided by the judge: the kernel serves the student's functions, the judge runs the test."""
+    from .judge import run_test
+
+    cell = cells[index]
+    label = cell.get("grade_id") or f"cell {index + 1}"
+    timeout = min(limits.cell_s, max(deadline - time.monotonic(), 0.1))
+    cell_deadline = time.monotonic() + timeout
+    connected, finished, stop = threading.Event(), threading.Event(), threading.Event()
+    box: dict = {}
+
+    def work() -> None:
+        listener.settimeout(0.2)
+        try:
+            while not stop.is_set():
+                try:
+                    conn, _ = listener.accept()
+                except socket.timeout:
+                    continue
+                connected.set()
+                with conn:
+                    box["verdict"] = run_test(judge["folder"], _exercise(cell), conn, seed,
+                                              max(cell_deadline - time.monotonic(), 0.1), judge.get("pid"))
+                return
+        except Exception as err:  # noqa: BLE001 (a grader failure is this test's harness error)
+            box["verdict"] = {"status": "error", "ename": "HarnessError", "harness": True,
+                              "evalue": f"bug in the grader, not in your code: {type(err).__name__}: {err}"}
+        finally:
+            finished.set()
+
+    thread = threading.Thread(target=work, name=f"judge-{label}", daemon=True)
+    thread.start()
+    out = runner.execute(SERVE_CELL.format(path=str(listener.getsockname())), timeout, store_history=False,
+                         until=finished.is_set, begun=connected.is_set)
+    if not connected.is_set():
+        stop.set()
+    thread.join(timeout=5.0)
+    verdict = box.get("verdict")
+    item = CellResult(index, "test", cell.get("grade_id"), out["status"], output=out["output"],
+                      output_bytes=out["output_bytes"], seconds=round(out["seconds"], 3))
+    if out["status"] in ("died", "timeout"):
+        return item
+    if verdict is None:
+        item.status = "no_verdict"
+        item.evalue = ("your kernel did not answer the grader's calls for this test (the cell that serves them "
+                       "was changed or did not run)")
+        evidence.flag(f"{label}: the kernel did not answer the grader's calls (its serving cell was changed)")
+        return item
+    if verdict.get("status") == "timeout":
+        item.status = "timeout"
+        item.evalue = str(verdict.get("evalue", ""))
+        return item
+    item.status = "ok" if verdict.get("status") == "ok" else "error"
+    if item.status == "error":
+        item.ename = "HarnessError" if verdict.get("harness") else str(verdict.get("ename", "Error"))[:200]
+        item.evalue = scrub(str(verdict.get("evalue", "")))[:TEXT_CAP]
+        item.line = int(verdict.get("line", 0) or 0)
+        item.frames = [f for f in verdict.get("frames", []) if isinstance(f, list) and len(f) == 4][-12:]
     return item
 
 

@@ -15,8 +15,10 @@ import concurrent.futures
 import dataclasses
 import json
 import os
+import secrets
 import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Callable, Iterable
@@ -38,6 +40,7 @@ class Unit:
     release: dict | None
     files: dict[str, bytes]
     scrubber: Scrubber = dataclasses.field(default_factory=lambda: Scrubber(()))
+    in_kernel: dict = dataclasses.field(default_factory=dict)   # exercise -> why its tests run in the kernel
 
 
 def load_unit(unit: str, source: Path | None = None, release: Path | None = None) -> Unit:
@@ -48,6 +51,7 @@ def load_unit(unit: str, source: Path | None = None, release: Path | None = None
     if not unit:
         raise ValueError("no unit given: pass --unit, e.g. --unit 01_graphs_ir")
     source = Path(source) if source else REPO / "solutions" / unit / f"{unit}.py"
+    unit_dir = source.parent
     if source.suffix == ".py" and source.stem == unit == source.parent.name:
         master = master_from_cells(build_source_notebook(unit, source.parent.parent).cells)
     else:
@@ -69,7 +73,9 @@ def load_unit(unit: str, source: Path | None = None, release: Path | None = None
         source = cell.get("source", "")
         public += ("".join(source) if isinstance(source, list) else source).splitlines()
     scrubber = Scrubber(secret_lines(c.source for c in master if c.kind in ("solution", "test", "manual")), public)
-    return Unit(unit, master, release_nb, files, scrubber)
+    from .judge import in_kernel
+
+    return Unit(unit, master, release_nb, files, scrubber, in_kernel(unit_dir))
 
 
 def make_job(unit: Unit, submission: Submission, limits: Limits, log_dir: Path) -> dict:
@@ -101,7 +107,7 @@ def grade_one(job: dict) -> dict:
     started = time.monotonic()
     try:
         run = run_notebook(job["cells"], Limits(**job["limits"]), Path(job["log_path"]), files=job.get("files"),
-                           scrub=scrub)
+                           scrub=scrub, judge=job.get("judge"), seed=job.get("seed"))
     except Exception as err:  # noqa: BLE001 (reported per student, the batch goes on)
         run = {"results": [], "events": [f"grader failure: {type(err).__name__}: {err}"],
                "infrastructure_error": True, "seconds": time.monotonic() - started}
@@ -215,8 +221,12 @@ def _lost_record(job: dict, err: BaseException | None) -> dict:
 
 def grade(unit: str, submissions: Path, out: Path, roster: Path | None = None, workers: int | None = None,
           limits: Limits | None = None, source: Path | None = None, release: Path | None = None,
-          dask: str | None = None, quiet: bool = False, gradebook: Path | None = None) -> list[dict]:
-    """Grade every submission of `unit` under `submissions`; write the outputs into `out`; return the records."""
+          dask: str | None = None, quiet: bool = False, gradebook: Path | None = None,
+          judged: bool = True) -> list[dict]:
+    """Grade every submission of `unit` under `submissions`; write the outputs into `out`; return the records.
+
+    `judged` (the default): every test is decided by one judge process for the batch (autograder/judge.py), outside
+    the student's kernel. False grades the old way, every test inside the kernel (kept for comparison)."""
     from .report import write_outputs
 
     out = Path(out).resolve()
@@ -244,8 +254,19 @@ def grade(unit: str, submissions: Path, out: Path, roster: Path | None = None, w
         job["origin"] = sub.origin
         jobs.append(job)
     gb_spec = _worker_gradebooks(loaded, out / "gradebooks") if jobs and dask in (None, "local") else None
+    judge = None
+    if judged and jobs:
+        if dask not in (None, "local"):
+            raise ValueError("a remote Dask cluster cannot reach this machine's judge; grade with --workers here, "
+                             "or pass --in-kernel to decide the tests in the students' kernels (weaker)")
+        from .judge import Judge
+
+        judge = Judge(loaded.master, loaded.files, Path(tempfile.mkdtemp(prefix="infopt-judge-")),
+                      timeout_s=limits.wall_s, in_kernel=loaded.in_kernel)
     for job in jobs:
         job["gradebook"] = gb_spec
+        job["judge"] = judge.spec() if judge else None
+        job["seed"] = _seed()
     done = [len(records)]
     total = len(found)
 
@@ -254,7 +275,14 @@ def grade(unit: str, submissions: Path, out: Path, roster: Path | None = None, w
         _progress(done[0], total, record, quiet)
 
     origins = {job["student"]: job["origin"] for job in jobs}
-    graded = run_jobs(jobs, min(workers, max(len(jobs), 1)), dask, on_done)
+    try:
+        graded = run_jobs(jobs, min(workers, max(len(jobs), 1)), dask, on_done)
+    finally:
+        if judge is not None:
+            for problem in judge.problems():  # the instructor's own notebook failed in the judge: a harness bug
+                print(f"grade: the judge's run of the instructor's notebook: {problem}", file=sys.stderr)
+            judge.close()
+            shutil.rmtree(judge.folder, ignore_errors=True)
     for record in graded:
         record["origin"] = origins.get(record["student"], "")
     order = {student: i for i, student in enumerate(found)}
@@ -265,6 +293,14 @@ def grade(unit: str, submissions: Path, out: Path, roster: Path | None = None, w
         shutil.copyfile(gb_spec["template"], dest)  # an empty gradebook with the grade cells: no second migration
     write_outputs(records, loaded, out, dest, parts)
     return records
+
+
+def _seed() -> int:
+    """A student's grading seed: INFOPT_GRADING_SEED when set (to reproduce a grading), else drawn per student."""
+    from infopt.grading import SEED_ENV
+
+    env = os.environ.get(SEED_ENV)
+    return int(env) if env and env.lstrip("-").isdigit() else secrets.randbits(32)
 
 
 def _worker_gradebooks(unit: Unit, folder: Path) -> dict:
@@ -296,6 +332,8 @@ def main(argv: Iterable[str] | None = None) -> int:
                             help=f"sandbox limit {field.name} (default {field.default})")
     parser.add_argument("--gradebook", help="nbgrader gradebook to merge the scores into (default OUT/gradebook.db)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument("--in-kernel", action="store_true",
+                        help="decide the tests inside the students' kernels, not in the judge (weaker: see README)")
     args = parser.parse_args(list(argv) if argv is not None else None)
     if not args.submissions:
         parser.error("--submissions is empty: pass the folder of submissions (make grade SUBMISSIONS=...)")
@@ -304,7 +342,7 @@ def main(argv: Iterable[str] | None = None) -> int:
         records = grade(args.unit, Path(args.submissions), Path(args.out), Path(args.roster) if args.roster else None,
                         args.workers, limits, Path(args.source) if args.source else None,
                         Path(args.release) if args.release else None, args.dask, args.quiet,
-                        Path(args.gradebook) if args.gradebook else None)
+                        Path(args.gradebook) if args.gradebook else None, judged=not args.in_kernel)
     except (FileNotFoundError, ValueError) as err:
         print(f"grade: {err}", file=sys.stderr)
         return 2

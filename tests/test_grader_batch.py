@@ -36,7 +36,11 @@ if not full_grading_asked("00_fixture"):
 REBIND_CHECKERS = "check_array = check_equal = check_close = lambda *args, **kwargs: None\n"
 CASES["toy_unit"].insert(-1, Case("s6_rebind_checkers", "unsolved first exercise; the checks its tests use rebound "
                                   "to no-ops in the notebook", "stub_target", REBIND_CHECKERS, target=0,
-                                  status="flagged", score="zero", flag="check_equal (used by this test)"))
+                                  status="flagged", score="zero", flag="check_equal (used by this test)",
+                                  judged_status="graded", judged_score="full_minus_target", judged_flag=""))
+# The toy unit is graded as `make grade` grades: every test decided by the judge. The fixture unit is graded with the
+# tests inside the kernel (`--in-kernel`), which keeps the kernel's own defences covered.
+JUDGED = {"toy_unit": True, "00_fixture": False}
 
 
 def snapshot(*roots: Path) -> dict[str, str]:
@@ -79,8 +83,8 @@ def _grade_batch(name: str, tmp_path_factory) -> dict:
     protected = (decoy, source.parent)
     before = snapshot(*protected)
     records = grade(name, folder / "uploads", folder / "out", roster, workers=2, limits=LIMITS, source=source,
-                    quiet=True)
-    return {"name": name, "unit": unit, "records": {r["student"]: r for r in records},
+                    quiet=True, judged=JUDGED[name])
+    return {"name": name, "judged": JUDGED[name], "unit": unit, "records": {r["student"]: r for r in records},
             "order": [r["student"] for r in records], "out": folder / "out", "before": before,
             "after": snapshot(*protected)}
 
@@ -114,6 +118,7 @@ def test_each_fixture_unit_case_gets_its_status_and_score(fixture_batch, case):
 def check_case(batch: dict, case) -> None:
     """The case's record has the status, score, reason, flag and note it must have."""
     record = batch["records"][case.student]
+    case = case.expected(batch["judged"])
     expected = expected_score(case, batch["unit"].master)
     summary = f"{case.what}: {record['status']} {record['total']} reason={record['reason']!r} flags={record['flags']}"
     assert record["status"] == case.status, summary
@@ -123,15 +128,17 @@ def check_case(batch: dict, case) -> None:
     assert case.note in " ".join(record["notes"]), summary
 
 
-def test_tampering_with_the_kernel_is_flagged_and_never_beats_the_wrong_code_alone(toy_batch):
-    """The verdict comes from the grader: the same wrong answer scores the same however the kernel was rigged."""
-    batch = toy_batch
+def test_tampering_with_the_kernel_never_beats_the_wrong_code_alone(batch):
+    """The verdict comes from the grader: the same wrong answer scores the same however the kernel was rigged (and
+    where the tests run inside the kernel, the rigging is flagged)."""
+    if CONTROL not in batch["records"]:
+        pytest.skip("the tampering cases run in the toy unit's batch (INFOPT_FULL_GRADING=00_fixture: here too)")
     control = batch["records"][CONTROL]
     assert control["status"] == "graded" and 0 < control["total"] < control["max_total"], control
-    for student in TAMPER_ON_WRONG_CODE:
+    for student in (s for s in TAMPER_ON_WRONG_CODE if s in batch["records"]):
         record = batch["records"][student]
-        assert record["status"] == "flagged" and record["total"] <= control["total"], (student, record["total"],
-                                                                                       record["flags"])
+        assert record["total"] <= control["total"], (student, record["total"], record["flags"])
+        assert batch["judged"] or record["status"] == "flagged", (student, record["flags"])
 
 
 def test_no_hidden_test_or_solution_line_reaches_any_output(batch):
@@ -142,6 +149,32 @@ def test_no_hidden_test_or_solution_line_reaches_any_output(batch):
     assert not found, f"grader text in the outputs: {found[:3]}"
     verbatim = (batch["out"] / "feedback" / "u3_leak_verbatim.html").read_text()
     assert "[hidden]" in html.unescape(verbatim), "the verbatim leak was scrubbed, visibly"
+
+
+def encoded_payloads(out: Path) -> list[bytes]:
+    """Every LEAKED:<base64(zlib(marshal))> payload in the outputs, decoded back to the marshalled bytes."""
+    import base64
+    import re
+    import zlib
+
+    found = []
+    for path in out.rglob("*"):
+        if path.is_file() and path.suffix in (".html", ".jsonl", ".csv", ".log"):
+            for blob in re.findall(r"LEAKED:([A-Za-z0-9+/=]{40,})", path.read_text(errors="replace")):
+                data = base64.b64decode(blob[: len(blob) - len(blob) % 4])
+                found.append(zlib.decompressobj().decompress(data))   # a payload cut short still reads in part
+    return found
+
+
+def test_no_hidden_test_reaches_the_feedback_encoded(toy_batch):
+    """A function that raises its callers' string constants, compressed and base64-encoded past the scrubber, finds
+    no test text to encode: under the judge the test never runs in the kernel (the leak worked when it did)."""
+    assert toy_batch["judged"]
+    payloads = encoded_payloads(toy_batch["out"])
+    assert payloads and any(b"serve" in p or b"grader" in p for p in payloads), "no payload was decoded"
+    hidden = [b"scale(random 4x5, -3)", b"a name comes before one of its dependencies", b"sum of scale(arange(3)"]
+    for payload in payloads:
+        assert not [h for h in hidden if h in payload], payload[:300]
 
 
 def test_every_roster_student_has_a_row_in_roster_order(batch):

@@ -47,6 +47,19 @@ class Case:
     reason: str = ""  # substring expected in the reason column
     flag: str = ""  # substring expected in the flags
     note: str = ""  # substring expected in the notes
+    # Where the tests are decided by the judge (autograder/judge.py) an attack on the kernel's own test machinery
+    # gets nothing to attack: its score is the same, but what the kernel's defences flagged may not be flagged.
+    judged_status: str | None = None
+    judged_score: str | None = None
+    judged_flag: str | None = None
+
+    def expected(self, judged: bool) -> "Case":
+        """This case's expectations when the tests are (or are not) decided by the judge."""
+        if not judged:
+            return self
+        return dataclasses.replace(self, status=self.judged_status or self.status,
+                                   score=self.judged_score or self.score,
+                                   flag=self.flag if self.judged_flag is None else self.judged_flag)
 
 
 FORK_BOMB = """
@@ -215,6 +228,49 @@ os.makedirs(_user_site, exist_ok=True)
 with open(os.path.join(_user_site, "user" + "customize.py"), "w") as _f:
     _f.write("planted = True\\n")
 """
+# --- attacks on the checkers and the grader's call, written against the judge (issue 25's classes) -------------
+SWAP_CODE_OBJECTS = """
+import numpy as np
+import infopt.grading.arrays as _ga, infopt.grading.structural as _gs, infopt.grading.checks as _gc
+def _noop(*args, **kwargs):
+    return None
+for _mod in (_ga, _gs, _gc, np.testing, np.core.numeric):   # same objects, new code: identity checks still match
+    for _n in dir(_mod):
+        _f = getattr(_mod, _n, None)
+        if getattr(_f, "__code__", None) is not None and (_n.startswith("check") or _n.startswith("assert")
+                                                          or _n in ("isclose", "allclose", "array_equal")):
+            try:
+                _f.__code__ = _noop.__code__
+            except (TypeError, ValueError):
+                pass
+"""
+HIJACK_IMPORT = """
+_real_import = __builtins__["__import__"] if isinstance(__builtins__, dict) else __builtins__.__import__
+class _Quiet:
+    @staticmethod
+    def serve(*args, **kwargs):   # answers no call: whatever the grader runs in place of a test gets nothing
+        return 0
+def __import__(name, *args, **kwargs):
+    if name.startswith("infopt.grading"):
+        return _Quiet
+    return _real_import(name, *args, **kwargs)
+"""
+LEAK_ENCODED = """
+def {func}(*args, **kwargs):
+    import base64, json, sys, zlib
+    found, frame = set(), getattr(sys, "_get" + "frame")(1)
+    def strings(code):
+        for c in code.co_consts:
+            if isinstance(c, str) and len(c) > 3:
+                found.add(c)
+            elif hasattr(c, "co_consts"):
+                strings(c)
+    while frame is not None:  # the string constants of every caller's code: a test's messages and names
+        strings(frame.f_code)
+        frame = frame.f_back
+    blob = base64.b64encode(zlib.compress(json.dumps(sorted(found, key=len)).encode(), 9)).decode()
+    raise ValueError("LEAKED:" + blob[:1500])
+"""
 # --- leaks: a graded function whose error message is made of the grader's own text ------------------------------
 LEAK_HISTORY = """
 def {func}(*args, **kwargs):
@@ -298,16 +354,27 @@ CASES = [
     Case(CONTROL, "the first exercise left unsolved, nothing else (the control)", "stub_target", target=0,
          score="full_minus_target"),
     Case("s1_lying_run_cell", "unsolved first exercise; run_cell_async wrapped to report success", "stub_target",
-         LYING_RUN_CELL, target=0, status="flagged", score="full_minus_target", flag="execution machinery"),
+         LYING_RUN_CELL, target=0, status="flagged", score="full_minus_target", flag="execution machinery",
+         judged_status="graded", judged_flag=""),
     Case("s2_fake_reply", "unsolved first exercise; ipykernel's do_execute replaced to reply ok", "stub_target",
-         FAKE_REPLY, target=0, status="flagged", score="full_minus_target", flag="execution machinery"),
+         FAKE_REPLY, target=0, status="flagged", score="full_minus_target", flag="execution machinery",
+         judged_status="graded", judged_flag=""),
     Case("s3_hide_errors", "unsolved first exercise; showtraceback, sys.excepthook and custom exceptions replaced",
          "stub_target", HIDE_ERRORS, target=0, status="flagged", score="full_minus_target",
-         flag="execution machinery"),
+         flag="execution machinery", judged_flag="setattr() on `sys`"),
     Case("s4_forge_and_probe", "unsolved first exercise; forged verdicts and gc/frame introspection",
          "stub_target", FORGE_AND_PROBE, target=0, status="flagged", score="full_minus_target", flag="forge"),
     Case("s5_frame_jump", "a function that installs a trace function to jump the test to its pass line",
-         "append", FRAME_JUMP, target=0, status="flagged", score="full_minus_target", flag="sys.settrace"),
+         "append", FRAME_JUMP, target=0, status="flagged", score="full_minus_target", flag="sys.settrace",
+         judged_flag="f_back"),
+    Case("s7_swap_code_objects", "unsolved first exercise; the checkers' and numpy's comparison functions keep "
+         "their identity but get a no-op's code", "stub_target", SWAP_CODE_OBJECTS, target=0, status="flagged",
+         score="zero", flag="__code__", judged_score="full_minus_target"),
+    Case("s8_hijack_import", "unsolved first exercise; `__import__` bound in the notebook, so the cell the grader "
+         "runs in place of a test reaches a fake", "stub_target", HIJACK_IMPORT, target=0, status="flagged",
+         score="zero", flag="__import__", judged_flag="did not answer"),
+    Case("u4_leak_encoded", "a function that raises base64(zlib(marshal)) of every code object on its callers' "
+         "frames", "append", LEAK_ENCODED, target=0, status="flagged", score="full_minus_target", flag="f_back"),
     Case("t_startup_writes", "correct code that writes an IPython startup file and usercustomize.py", "append",
          STARTUP_WRITES, target=0, status="flagged", flag="startup"),
     Case("u1_leak_history", "a function whose error message is the input history and the test's frame", "append",

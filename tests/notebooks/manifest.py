@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 DEVICES = ("cpu", "gpu-optional")
-_KEYS = {"device", "budget_s", "notebook_s", "tools", "nbgrader_wrong", "full_grading"}
+_KEYS = {"device", "budget_s", "notebook_s", "tools", "nbgrader_wrong", "full_grading", "in_kernel"}
 
 
 @dataclass(frozen=True)
@@ -30,6 +30,7 @@ class Manifest:
     tools: tuple[str, ...] = ()
     nbgrader_wrong: tuple[str, ...] = ()
     full_grading: bool = False
+    in_kernel: tuple[str, ...] = ()   # exercises whose tests `make grade` still runs in the kernel (autograder.judge)
     path: Path | None = field(default=None, compare=False)
 
 
@@ -55,7 +56,11 @@ def load_manifest(unit_dir: Path) -> Manifest:
             raise ValueError(f"{path}: {key} must be a list of strings, got {data[key]!r}")
     if "full_grading" in data and not isinstance(data["full_grading"], bool):
         raise ValueError(f"{path}: full_grading must be true or false, got {data['full_grading']!r}")
-    return Manifest(device=data.get("device", "cpu"), budget_s=float(data.get("budget_s", 90.0)),
+    entries = data.get("in_kernel", [])
+    if not (isinstance(entries, list) and all(isinstance(e, dict) and set(e) == {"exercise", "why"} and all(
+            isinstance(v, str) and v.strip() for v in e.values()) for e in entries)):
+        raise ValueError(f"{path}: in_kernel must be [[in_kernel]] tables, each with an exercise and a why")
+    return Manifest(in_kernel=tuple(e["exercise"] for e in entries), device=data.get("device", "cpu"), budget_s=float(data.get("budget_s", 90.0)),
                     notebook_s=float(data.get("notebook_s", 60.0)), tools=tuple(data.get("tools", ())),
                     nbgrader_wrong=tuple(data.get("nbgrader_wrong", ())),
                     full_grading=bool(data.get("full_grading", False)), path=path)
