@@ -481,10 +481,15 @@ class Decoder:
         return obj
 
 
-def _items(value: Any) -> list:
-    if type(value) is not list:
-        raise WireError("malformed message: expected a list")
+def _typed(value: Any, kind: type, what: str) -> Any:
+    """`value` when it is exactly a `kind` (a message's field), else a malformed message."""
+    if type(value) is not kind:
+        raise WireError(f"malformed message: expected {what}")
     return value
+
+
+def _items(value: Any) -> list:
+    return _typed(value, list, "a list")
 
 
 def _pairs(value: Any) -> list:
@@ -495,9 +500,7 @@ def _pairs(value: Any) -> list:
 
 
 def _text(value: Any) -> str:
-    if type(value) is not str:
-        raise WireError("malformed message: expected a string")
-    return value
+    return _typed(value, str, "a string")
 
 
 def _hashable(value: Any) -> Any:
