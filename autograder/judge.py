@@ -277,8 +277,10 @@ def _fork_point(root: Path, shell: Any, cells: list[dict], index: int) -> None:
 
 def _judge_child(shell: Any, cells: list[dict], index: int, conn: socket.socket, request: dict, fd: int) -> None:
     """Bind the exercise's names to the student's functions, run its cells and its test, write the verdict."""
-    from infopt.grading import cases
+    from infopt.grading import cases, guards
     from infopt.grading.remote import Channel, StudentFunction
+
+    guards.IN_JUDGE = True   # no native code from here on (infopt.grading.guards.check_native)
 
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)   # the test may run subprocesses and wait for them
     _after_fork()

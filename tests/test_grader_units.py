@@ -5,6 +5,7 @@ One sandboxed kernel and one judge per unit (both run the unit's notebook, at th
 and grouped with the unit's other notebook tests."""
 from __future__ import annotations
 
+import ast
 import tempfile
 from pathlib import Path
 
@@ -28,6 +29,23 @@ def test_in_kernel_lists_real_exercises_with_reasons(unit):
     assert set(listed) <= exercises, f"{unit}: in_kernel names {sorted(set(listed) - exercises)}, not exercises"
     assert all(len(why) > 20 for why in listed.values())
     assert loaded.in_kernel == listed
+
+
+# What turns data the student's code made into native code: the judge must never call these on it (it runs as the
+# grader's uid, outside the sandbox, beside the expected values), so a test that does is listed `in_kernel`.
+NATIVE = {"compile_kernel", "compile_tuned", "compile_graph", "jit", "cfunc", "create_mcjit_compiler", "CDLL"}
+
+
+@pytest.mark.parametrize("unit", UNITS)
+def test_no_judged_test_runs_native_code(unit):
+    loaded = load_unit(unit)
+    for cell in loaded.master:
+        if cell.kind != "test" or cell.grade_id[: -len("_test")] in loaded.in_kernel:
+            continue
+        calls = {node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+                 for node in ast.walk(ast.parse(cell.source)) if isinstance(node, ast.Call)}
+        assert not calls & NATIVE, (f"{unit}: {cell.grade_id} calls {sorted(calls & NATIVE)} in the judge; list its "
+                                    "exercise as [[in_kernel]] in unit.toml (or run that code in a sandbox)")
 
 
 @pytest.mark.parametrize("unit", [pytest.param(u, marks=[pytest.mark.notebook, pytest.mark.xdist_group(u)])

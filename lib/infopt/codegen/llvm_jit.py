@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from ..grading import guards
+
 PASSES: dict[str, str] = {
     "mem2reg": "add_sroa_pass", "sroa": "add_sroa_pass", "instcombine": "add_instruction_combine_pass",
     "aggressive-instcombine": "add_aggressive_instcombine_pass", "simplifycfg": "add_simplify_cfg_pass",
@@ -183,6 +185,7 @@ class JitModule:
     """An optimized module compiled to host machine code (MCJIT); keeps the engine alive while referenced."""
 
     def __init__(self, text: str) -> None:
+        guards.check_native("JIT-compiling LLVM IR")
         b = llvm()
         self.ir = text
         self.module = parse_ir(text)

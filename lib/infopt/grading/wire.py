@@ -24,7 +24,7 @@ import itertools
 import json
 import struct
 import sys
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -71,8 +71,8 @@ class Encoder:
             self.seen[key] = number
             self.keep.append(value)
             if self.changed is not None and self.changed(value):
-                if _is_xdsl_op(value):   # its new text may not even parse: say that it changed
-                    return {"R": number, "u": {"XC": True}}
+                if _codec_of(value):   # rebuilt, never updated (its new form may not even decode): say so
+                    return {"R": number, "u": {"CX": True}}
                 return {"R": number, "u": self._fresh(value, where, depth, number=None)}
             return {"R": number}
         if key in self.seen:
@@ -82,7 +82,7 @@ class Encoder:
     def _number(self, value: Any) -> int | None:
         """Mutable values get a number (the order both sides meet them); immutable ones are sent by value."""
         if isinstance(value, (list, dict, set, bytearray, np.ndarray, np.random.Generator)) or _is_tensor(value) or (
-                _is_xdsl_op(value)) or (
+                _codec_of(value) is not None) or (
                 _library_class(type(value)) and not isinstance(value, enum.Enum)):
             number = self.numbered
             self.numbered += 1
@@ -139,8 +139,14 @@ class Encoder:
             return {"TD": str(value).replace("torch.", "")}
         if _is_torch(kind, "device"):
             return {"TV": str(value)}
-        if _is_xdsl_op(value):
-            return {**_encode_xdsl(value, where), **tag}
+        codec = _codec_of(value)
+        if codec is not None:
+            try:
+                fields = CODECS[codec][1](value)
+            except Exception as err:  # noqa: BLE001 (the codec's own failure: this value cannot cross)
+                raise WireError(f"{where}: a {_describe(kind)} could not be encoded ({type(err).__name__}: "
+                                f"{str(err)[:200]})") from None
+            return {"X": codec, **fields, **tag}
         if kind is np.random.Generator:   # its bit generator's name and state: the draws continue where they were
             bits = value.bit_generator
             return {"RNG": type(bits).__name__, "st": enc(bits.state, where, depth + 1), **tag}
@@ -214,36 +220,24 @@ def _encode_tensor(self: "Encoder", value: Any, where: str, depth: int) -> dict:
             "dev": device}
 
 
-def _is_xdsl_op(value: Any) -> bool:
-    ir = sys.modules.get("xdsl.ir")
-    return ir is not None and isinstance(value, ir.Operation)
+# Objects of libraries above this one (xDSL operations: infopt.mlir.xdsl_ir) cross through a codec they register:
+# tag -> (is_one(value), encode(value) -> dict of JSON fields, decode(dict) -> value). Such an object is rebuilt on
+# the other side, never updated in place: one changed by a call is reported as changed.
+CODECS: dict[str, tuple[Callable[[Any], bool], Callable[[Any], dict], Callable[[dict], Any]]] = {}
 
 
-def _encode_xdsl(op: Any, where: str) -> dict:
-    """An xDSL operation as the generic MLIR text of the outermost operation holding it, and its place in that
-    operation's walk: the other side parses it with xDSL's own dialects (an op of another dialect does not cross)."""
-    from infopt.mlir.xdsl_ir import print_ir
-
-    top = op
-    while top.parent_op() is not None:
-        top = top.parent_op()
-    at = next(i for i, o in enumerate(top.walk()) if o is op)
-    return {"XO": print_ir(top, generic=True), "at": at, "mod": top.name == "builtin.module"}
+def register_codec(tag: str, is_one: Callable[[Any], bool], encode: Callable[[Any], dict],
+                   decode: Callable[[dict], Any]) -> None:
+    """Let objects `is_one` accepts cross as `{"X": tag, **encode(obj)}` (decoded by `decode`). `tag` is
+    "<module>:<name>", the module that registers it: the other side imports it to decode."""
+    CODECS[tag] = (is_one, encode, decode)
 
 
-def _decode_xdsl(node: dict) -> Any:
-    from infopt.mlir.xdsl_ir import parse_module
-
-    try:
-        module = parse_module(_text(node["XO"]), verify=False)
-    except Exception as err:  # noqa: BLE001 (xDSL's ParseError and friends: the message is malformed here)
-        raise WireError(f"an MLIR operation could not be parsed here ({type(err).__name__}: {str(err)[:300]})") from None
-    top = module if node.get("mod") else module.ops.first
-    ops = list(top.walk()) if top is not None else []
-    at = node.get("at")
-    if type(at) is not int or not 0 <= at < len(ops):
-        raise WireError("malformed message: no such operation in the MLIR text")
-    return ops[at]
+def _codec_of(value: Any) -> str | None:
+    for tag, (is_one, _encode, _decode) in CODECS.items():
+        if is_one(value):
+            return tag
+    return None
 
 
 def _describe(kind: type) -> str:
@@ -371,9 +365,25 @@ class Decoder:
                 except (RuntimeError, AssertionError):  # no such device here: the values are what counts
                     pass
             return self._fill(slot, tensor)
-        if "XO" in node:
+        if "X" in node:
+            tag = _text(node["X"])
+            if tag not in CODECS and tag.startswith("infopt.") and ":" in tag:
+                try:   # the library module that registers it (a codec is named after its module)
+                    importlib.import_module(tag.partition(":")[0])
+                except ImportError:
+                    pass
+            codec = CODECS.get(tag)
+            if codec is None:
+                raise WireError(f"malformed message: no codec {node['X']!r} here (its library is not imported)")
             slot = self._reserve(node)
-            return self._fill(slot, _decode_xdsl(node))
+            try:
+                value = codec[2](node)
+            except WireError:
+                raise
+            except Exception as err:  # noqa: BLE001 (a value the codec cannot rebuild: the message's fault)
+                raise WireError(f"a {node['X']} could not be rebuilt here ({type(err).__name__}: "
+                                f"{str(err)[:300]})") from None
+            return self._fill(slot, value)
         if "RNG" in node:
             kind = _text(node["RNG"])
             if kind not in ("PCG64", "PCG64DXSM", "Philox", "SFC64", "MT19937"):
@@ -471,8 +481,8 @@ class Decoder:
             update = node["u"]
             if type(update) is not dict or "i" in update or not update:
                 raise WireError("malformed message: a bad update")
-            if update == {"XC": True} and _is_xdsl_op(obj):
-                _update_in_place(obj, obj)   # raises: an operation changed in place
+            if update == {"CX": True} and _codec_of(obj):
+                _update_in_place(obj, obj)   # raises: it changed in place
             fresh = Decoder(self.blobs, table=self.table)
             fresh.count, fresh.storages = self.count, self.storages
             new = fresh.decode(update, depth + 1)
@@ -518,7 +528,7 @@ def _set_state(obj: Any, state: dict[str, Any]) -> None:
 
 def _update_in_place(obj: Any, new: Any) -> None:
     """Make `obj` (the caller's own object) hold what the other side's copy of it holds after the call."""
-    if type(new) is not type(obj) and not (_is_tensor(obj) and _is_tensor(new)) and not _is_xdsl_op(obj):
+    if type(new) is not type(obj) and not (_is_tensor(obj) and _is_tensor(new)) and not _codec_of(obj):
         raise WireError(f"an argument of type {type(obj).__name__} came back as a {type(new).__name__}")
     if isinstance(obj, list):
         obj[:] = new
@@ -527,9 +537,9 @@ def _update_in_place(obj: Any, new: Any) -> None:
         obj.update(new)
     elif isinstance(obj, bytearray):
         obj[:] = new
-    elif _is_xdsl_op(obj):
-        raise WireError(f"the {obj.name} operation passed in was changed in place (its MLIR text differs): work on a "
-                        "copy, or leave the operation as it was")
+    elif _codec_of(obj):
+        raise WireError(f"the {getattr(obj, 'name', type(obj).__name__)} passed in was changed in place: work on a "
+                        "copy, or leave it as it was")
     elif isinstance(obj, np.random.Generator):
         obj.bit_generator.state = new.bit_generator.state
     elif _is_tensor(obj):

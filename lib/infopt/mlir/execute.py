@@ -26,6 +26,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from ..grading import guards
 from ..ir.types import TensorType
 from .emit import MlirModule
 from .pipeline import MODEL_PIPELINE, Lowering, Stage, lower
@@ -60,6 +61,7 @@ def descriptor(array: np.ndarray) -> ctypes.Structure:
 
 def shared_object(llvm_ir: str, flags: Sequence[str] = CLANG_FLAGS) -> ctypes.CDLL:
     """LLVM IR compiled by clang-19 into a shared object and loaded (cached by the IR's hash)."""
+    guards.check_native("loading a shared object compiled from LLVM IR")
     key = hashlib.sha256((llvm_ir + "\0".join(flags)).encode()).hexdigest()[:20]
     so = _BUILD / f"m{key}.so"
     if not so.exists():
