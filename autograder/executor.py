@@ -572,7 +572,8 @@ def _run_judged_test(runner: _Runner, judge: dict, listener: socket.socket, evid
                 connected.set()
                 with conn:
                     box["verdict"] = run_test(judge["folder"], _exercise(cell), conn, seed,
-                                              max(cell_deadline - time.monotonic(), 0.1), judge.get("pid"))
+                                              max(cell_deadline - time.monotonic(), 0.1), judge.get("pid"),
+                                              limits.memory_mb)
                 return
         except Exception as err:  # noqa: BLE001 (a grader failure is this test's harness error)
             box["verdict"] = {"status": "error", "ename": "HarnessError", "harness": True,

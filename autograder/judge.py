@@ -134,7 +134,7 @@ def problems(folder: Path | str) -> list[str]:
 
 
 def run_test(folder: Path | str, exercise: str, kernel: socket.socket, seed: int | None, timeout: float,
-             judge_pid: int | None = None) -> dict:
+             judge_pid: int | None = None, memory_mb: int = 2048) -> dict:
     """Grade `exercise`'s test against the student's kernel on the connection `kernel`: the verdict, as a dict
     {'status': 'ok'|'error', 'ename', 'evalue', 'line', 'frames', 'calls'}. A judge that fails is a harness error."""
     deadline = time.monotonic() + timeout
@@ -153,7 +153,7 @@ def run_test(folder: Path | str, exercise: str, kernel: socket.socket, seed: int
         try:
             sock.settimeout(max(deadline - time.monotonic(), 0.1))
             sock.connect(str(path))
-            request = json.dumps({"seed": seed}).encode()
+            request = json.dumps({"seed": seed, "cpu_s": timeout, "memory_mb": memory_mb}).encode()
             socket.send_fds(sock, [request], [kernel.fileno()])
             reader = sock.makefile("rb")
             first = reader.readline()
@@ -288,6 +288,7 @@ def _judge_child(shell: Any, cells: list[dict], index: int, conn: socket.socket,
     if fd < 0:
         conn.sendall(json.dumps(_harness("no connection to the kernel came with the request")).encode() + b"\n")
         return
+    _limit_self(float(request.get("cpu_s") or 600), int(request.get("memory_mb") or 2048))
     seed = request.get("seed")
     if seed is not None:
         os.environ[cases.SEED_ENV] = str(int(seed))
@@ -311,6 +312,20 @@ def _judge_child(shell: Any, cells: list[dict], index: int, conn: socket.socket,
     verdict["calls"] = channel.calls
     channel.done()
     conn.sendall(json.dumps(verdict).encode() + b"\n")
+
+
+def _limit_self(cpu_s: float, memory_mb: int) -> None:
+    """Cap this judge child as the student's sandbox is capped: what the kernel sends back (a graph, a program the
+    library then simulates) cannot make it run or grow without bound. Memory: what the fork point had, plus the cap."""
+    import resource
+
+    with contextlib.suppress(ValueError, OSError):
+        resource.setrlimit(resource.RLIMIT_CPU, (int(cpu_s) + 10, int(cpu_s) + 10))
+    with contextlib.suppress(ValueError, OSError):
+        status = Path("/proc/self/status").read_text()
+        size_kb = int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmSize:")))
+        cap = size_kb * 1024 + memory_mb * 2**20
+        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
 
 
 def _run_test_cell(shell: Any, cell: dict) -> dict:

@@ -73,6 +73,18 @@ def test_a_kernel_that_hangs_up_fails_the_test_plainly(judge):
     assert verdict["status"] == "error" and "stopped answering" in verdict["evalue"], verdict
 
 
+def test_a_judge_child_is_capped_like_the_sandbox():
+    """A judge child cannot grow far past its fork point (whatever the kernel's data makes the library do)."""
+    import subprocess
+    import sys
+
+    code = ("from autograder.judge import _limit_self\n_limit_self(30, 200)\n"
+            "try:\n    block = bytearray(600 * 2**20)\nexcept MemoryError:\n    print('capped')\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         cwd=Path(__file__).resolve().parent.parent)
+    assert out.stdout.strip() == "capped", out.stdout + out.stderr
+
+
 def test_a_missing_function_fails_naming_it(judge):
     verdict = judged(judge, "order", {})
     assert verdict["status"] == "error" and "not defined" in verdict["evalue"], verdict

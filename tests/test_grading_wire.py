@@ -108,6 +108,17 @@ def test_a_class_that_only_claims_to_be_the_librarys_crosses_as_the_real_class()
     assert type(rebuilt) is Graph and rebuilt.name == "evil"
 
 
+def test_objects_of_modules_that_handle_native_code_never_cross():
+    """A library object that may hold an address (a JIT-compiled kernel) is refused both ways: rebuilt from data,
+    it could call whatever address the data gave it."""
+    from infopt.codegen.compiled import CompiledKernel
+
+    with pytest.raises(wire.WireError, match="cannot cross"):
+        wire.Encoder().encode(CompiledKernel.__new__(CompiledKernel))
+    with pytest.raises(wire.WireError, match="native code"):
+        wire.Decoder([]).decode({"O": "infopt.codegen.compiled:CompiledKernel", "s": [["cfunc", 4096]]})
+
+
 @pytest.mark.parametrize("tree, words", [
     ({"O": "os:system", "s": []}, "not a class of the library"),
     ({"O": "infopt.grading.errors:GradingError", "s": []}, "not a class of the library"),

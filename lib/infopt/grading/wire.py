@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import builtins
 import enum
+import functools
 import hashlib
 import importlib
 import io
 import itertools
 import json
+import re
 import struct
 import sys
 from typing import Any, Callable
@@ -274,6 +276,24 @@ def _state_of(value: Any, where: str) -> dict[str, Any]:
     return state
 
 
+NATIVE = re.compile(r"^\s*(import|from)\s+(ctypes|llvmlite|iree\.runtime|subprocess)\b", re.M)
+
+
+@functools.lru_cache(maxsize=None)
+def _native_module(module_name: str) -> bool:
+    """True for a library module that touches native code (ctypes, llvmlite, IREE's runtime, subprocess): its classes
+    may hold addresses or handles, so they never cross (rebuilt from data, one could call an address it was given)."""
+    module = sys.modules.get(module_name)
+    path = getattr(module, "__file__", None)
+    if module is None or not path:
+        return False
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return bool(NATIVE.search(handle.read()))
+    except OSError:
+        return True
+
+
 def _resolve_class(name: str) -> type:
     """The library class called `module:qualname`; WireError for anything else."""
     module_name, _, qualname = str(name).partition(":")
@@ -288,6 +308,8 @@ def _resolve_class(name: str) -> type:
         raise WireError(f"{name!r} is not a class of the library ({type(err).__name__})") from None
     if not isinstance(obj, type) or issubclass(obj, BaseException):
         raise WireError(f"{name!r} is not a class of the library")
+    if _native_module(obj.__module__):
+        raise WireError(f"{name!r} belongs to a module that handles native code: its objects do not cross")
     return obj
 
 
