@@ -25,6 +25,7 @@ from pathlib import Path
 from queue import Empty
 from typing import Callable
 
+from .assemble import exercise_of
 from .persistence import startup_files
 from .sandbox import Limits, Sandbox
 from .scrub import Scrubber
@@ -409,7 +410,8 @@ def run_notebook(cells: list[dict], limits: Limits, log_path: Path, uid: int | N
                     events.append(stopped)
                     record(CellResult(index, cell["kind"], cell.get("grade_id"), "not_run", evalue=stopped))
                     continue
-                if cell["kind"] == "test" and judge and _exercise(cell) in judge["exercises"]:
+                judged = judge and exercise_of(cell.get("grade_id") or "") in judge["exercises"]
+                if cell["kind"] == "test" and judged:
                     item = _run_judged_test(runner, judge, listener, evidence, cells, index, limits, deadline,
                                             scrub, seed)
                 elif cell["kind"] == "test":
@@ -528,11 +530,6 @@ def _run_test(runner: _Runner, sealer: Sealer, channel: Channel, evidence: _Evid
     return item
 
 
-def _exercise(cell: dict) -> str:
-    grade_id = cell.get("grade_id") or ""
-    return grade_id[: -len("_test")] if grade_id.endswith("_test") else grade_id
-
-
 JUDGE_SOCKET = "judge.sock"
 SERVE_CELL = '__import__("infopt.grading.remote", fromlist=["serve"]).serve({path!r}, globals())'
 
@@ -571,7 +568,7 @@ def _run_judged_test(runner: _Runner, judge: dict, listener: socket.socket, evid
                     continue
                 connected.set()
                 with conn:
-                    box["verdict"] = run_test(judge["folder"], _exercise(cell), conn, seed,
+                    box["verdict"] = run_test(judge["folder"], exercise_of(label), conn, seed,
                                               max(cell_deadline - time.monotonic(), 0.1), judge.get("pid"),
                                               limits.memory_mb)
                 return
