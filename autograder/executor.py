@@ -15,6 +15,7 @@ tests, their expected values and the comparisons never enter the kernel.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -26,6 +27,7 @@ from queue import Empty
 from typing import Callable
 
 from .assemble import exercise_of
+from .clean_rooms import CleanRooms
 from .persistence import startup_files
 from .sandbox import Limits, Sandbox
 from .scrub import Scrubber
@@ -358,7 +360,7 @@ def run_notebook(cells: list[dict], limits: Limits, log_path: Path, uid: int | N
     timings: dict[str, float] = {}
     evidence = _Evidence(scrub)
     sandbox = Sandbox(limits, uid=uid, scratch=scratch)
-    km = kc = channel = runner = listener = None
+    km = kc = channel = runner = listener = rooms = None
     context = capped_context()
     infrastructure = False
     with open(log_path, "w", encoding="utf-8") as log:
@@ -373,6 +375,12 @@ def run_notebook(cells: list[dict], limits: Limits, log_path: Path, uid: int | N
             channel = Channel(_prepare(sandbox, files, key), key)
             if judge:
                 listener = _judge_listener(sandbox)
+                if judge.get("rooms"):
+                    try:
+                        rooms = CleanRooms(limits, cells, scratch)
+                    except (OSError, RuntimeError) as err:
+                        events.append(f"the grader's clean room did not start ({type(err).__name__}: {err}); "
+                                      "guarded calls ran in the kernel")
             km = _kernel_manager(sandbox, context)
             timings["setup_s"] = time.monotonic() - started
             kernel_log = open(log_path.with_suffix(".kernel.log"), "wb")  # the kernel's raw fd 1/2 (capped by fsize)
@@ -413,7 +421,7 @@ def run_notebook(cells: list[dict], limits: Limits, log_path: Path, uid: int | N
                 judged = judge and exercise_of(cell.get("grade_id") or "") in judge["exercises"]
                 if cell["kind"] == "test" and judged:
                     item = _run_judged_test(runner, judge, listener, evidence, cells, index, limits, deadline,
-                                            scrub, seed)
+                                            scrub, seed, rooms)
                 elif cell["kind"] == "test":
                     item = _run_test(runner, sealer, channel, evidence, cells, index, limits, deadline, scrub)
                 else:
@@ -456,6 +464,8 @@ def run_notebook(cells: list[dict], limits: Limits, log_path: Path, uid: int | N
             context.destroy(linger=0)
             if listener is not None:
                 listener.close()
+            if rooms is not None:
+                rooms.close()
             if channel is not None:
                 channel.poll()
                 channel.close()
@@ -547,8 +557,10 @@ def _judge_listener(sandbox: Sandbox) -> socket.socket:
 
 
 def _run_judged_test(runner: _Runner, judge: dict, listener: socket.socket, evidence: _Evidence, cells: list[dict],
-                     index: int, limits: Limits, deadline: float, scrub: Scrubber, seed: int | None) -> CellResult:
-    """One test decided by the judge: the kernel serves the student's functions, the judge runs the test."""
+                     index: int, limits: Limits, deadline: float, scrub: Scrubber, seed: int | None,
+                     rooms: CleanRooms | None = None) -> CellResult:
+    """One test decided by the judge: the kernel serves the student's functions, the judge runs the test (its
+    guarded calls in the student's clean room)."""
     from .judge import run_test
 
     cell = cells[index]
@@ -567,10 +579,11 @@ def _run_judged_test(runner: _Runner, judge: dict, listener: socket.socket, evid
                 except socket.timeout:
                     continue
                 connected.set()
-                with conn:
+                room = rooms.session(exercise_of(label)) if rooms is not None else None
+                with conn, (room or contextlib.nullcontext()):
                     box["verdict"] = run_test(judge["folder"], exercise_of(label), conn, seed,
                                               max(cell_deadline - time.monotonic(), 0.1), judge.get("pid"),
-                                              limits.memory_mb)
+                                              limits.memory_mb, room)
                 return
         except Exception as err:  # noqa: BLE001 (a grader failure is this test's harness error)
             box["verdict"] = {"status": "error", "ename": "HarnessError", "harness": True,
@@ -596,6 +609,8 @@ def _run_judged_test(runner: _Runner, judge: dict, listener: socket.socket, evid
                        "was changed or did not run)")
         evidence.flag(f"{label}: the kernel did not answer the grader's calls (its serving cell was changed)")
         return item
+    for flag in verdict.get("flags") or []:
+        evidence.flag(f"{label}: {scrub(str(flag))[:500]}")
     if verdict.get("status") == "timeout":
         item.status = "timeout"
         item.evalue = str(verdict.get("evalue", ""))

@@ -91,6 +91,9 @@ class Judge:
         cells = judge_cells(master)
         self.exercises = [c["grade_id"] for c in cells if c["kind"] == "solution" and c["grade_id"] not in (
             in_kernel or {})]
+        # a judged test that guards a call (`forbidding`, `forbid`) runs it in the student's clean room, and one that
+        # runs a compiled kernel runs it in a bare room (infopt.grading.clean_room)
+        self.rooms = any(word in c["source"] for c in cells for word in ("forbid", "compile_kernel", "compile_tuned"))
         (self.folder / "job.json").write_text(json.dumps({"cells": cells}))
         env = dict(os.environ, MPLBACKEND="Agg", PLOTLY_RENDERER="json", BROWSER="true", OMP_NUM_THREADS="1",
                    OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1",  # as in the kernel's sandbox: same numerics
@@ -111,7 +114,8 @@ class Judge:
 
     def spec(self) -> dict:
         """What a grading job needs to reach this judge from another process (plain data)."""
-        return {"folder": str(self.folder), "exercises": self.exercises, "pid": self.proc.pid}
+        return {"folder": str(self.folder), "exercises": self.exercises, "pid": self.proc.pid,
+                "rooms": self.rooms}
 
     def close(self) -> None:
         """Stop the judge, its fork points and any judge child left."""
@@ -134,9 +138,10 @@ def problems(folder: Path | str) -> list[str]:
 
 
 def run_test(folder: Path | str, exercise: str, kernel: socket.socket, seed: int | None, timeout: float,
-             judge_pid: int | None = None, memory_mb: int = 2048) -> dict:
-    """Grade `exercise`'s test against the student's kernel on the connection `kernel`: the verdict, as a dict
-    {'status': 'ok'|'error', 'ename', 'evalue', 'line', 'frames', 'calls'}. A judge that fails is a harness error."""
+             judge_pid: int | None = None, memory_mb: int = 2048, room: socket.socket | None = None) -> dict:
+    """Grade `exercise`'s test against the student's kernel on the connection `kernel` (and its clean room on
+    `room`, where guarded calls run): the verdict, as a dict {'status': 'ok'|'error', 'ename', 'evalue', 'line',
+    'frames', 'calls', 'flags'}. A judge that fails is a harness error."""
     deadline = time.monotonic() + timeout
     path = Path(folder) / f"fp-{exercise}.sock"
     while not (Path(folder) / f"fp-{exercise}.ready").exists():
@@ -154,7 +159,7 @@ def run_test(folder: Path | str, exercise: str, kernel: socket.socket, seed: int
             sock.settimeout(max(deadline - time.monotonic(), 0.1))
             sock.connect(str(path))
             request = json.dumps({"seed": seed, "cpu_s": timeout, "memory_mb": memory_mb}).encode()
-            socket.send_fds(sock, [request], [kernel.fileno()])
+            socket.send_fds(sock, [request], [kernel.fileno()] + ([room.fileno()] if room is not None else []))
             reader = sock.makefile("rb")
             first = reader.readline()
             pid = int(json.loads(first)["pid"]) if first else 0
@@ -256,11 +261,12 @@ def _fork_point(root: Path, shell: Any, cells: list[dict], index: int) -> None:
         conn, _ = listener.accept()
         fds: list[int] = []
         try:
-            message, fds, _flags, _addr = socket.recv_fds(conn, 4096, 1)
+            message, fds, _flags, _addr = socket.recv_fds(conn, 4096, 2)
             if os.fork() == 0:
                 listener.close()
                 try:
-                    _judge_child(shell, cells, index, conn, json.loads(message or b"{}"), fds[0] if fds else -1)
+                    _judge_child(shell, cells, index, conn, json.loads(message or b"{}"), fds[0] if fds else -1,
+                                 fds[1] if len(fds) > 1 else -1)
                 finally:
                     os._exit(0)
         except Exception as err:  # noqa: BLE001 (one bad request never stops the fork point)
@@ -275,7 +281,8 @@ def _fork_point(root: Path, shell: Any, cells: list[dict], index: int) -> None:
                     os.close(fd)
 
 
-def _judge_child(shell: Any, cells: list[dict], index: int, conn: socket.socket, request: dict, fd: int) -> None:
+def _judge_child(shell: Any, cells: list[dict], index: int, conn: socket.socket, request: dict, fd: int,
+                 room_fd: int = -1) -> None:
     """Bind the exercise's names to the student's functions, run its cells and its test, write the verdict."""
     from infopt.grading import cases, guards
     from infopt.grading.remote import Channel, StudentFunction
@@ -293,7 +300,8 @@ def _judge_child(shell: Any, cells: list[dict], index: int, conn: socket.socket,
     if seed is not None:
         os.environ[cases.SEED_ENV] = str(int(seed))
     cases._seed = None
-    channel = Channel(socket.socket(fileno=fd))
+    channel = Channel(socket.socket(fileno=fd), socket.socket(fileno=room_fd) if room_fd >= 0 else None)
+    guards.RUNNER = channel if channel.room is not None else None   # native code runs in its bare room
     solution = cells[index]
     exercise = solution["grade_id"]
     for name in solution.get("names", []):
@@ -310,6 +318,7 @@ def _judge_child(shell: Any, cells: list[dict], index: int, conn: socket.socket,
             if cell["source"].strip():
                 shell.run_cell(cell["source"], store_history=False, silent=True)
     verdict["calls"] = channel.calls
+    verdict["flags"] = channel.flags
     channel.done()
     conn.sendall(json.dumps(verdict).encode() + b"\n")
 

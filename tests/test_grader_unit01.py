@@ -12,8 +12,8 @@ import pytest
 
 from autograder.grade import grade, load_unit
 from autograder.sandbox import Limits
-from tests.grader_fixtures.adversarial import (CONTROL, DETACHED_MARKER, TAMPER_ON_WRONG_CODE, cases_for,
-                                               expected_score, materialize, unit_dependent)
+from tests.grader_fixtures.adversarial import (CONTROL, DETACHED_MARKER, TAMPER_ON_WRONG_CODE, UNIT01_CASES,
+                                               cases_for, expected_score, materialize, unit_dependent)
 from tests.grader_fixtures.leaks import grader_lines, leaked_lines
 from tests.notebooks.harness import full_grading_asked
 
@@ -30,6 +30,7 @@ def _cases() -> list:
     machine); the toy and fixture batches (tests/test_grader_batch.py) run the cases that do not depend on the unit,
     and tests/test_notebooks.py already rejects every wrong answer."""
     cases = cases_for(REPO / "solutions" / UNIT / "wrong")
+    cases = cases[:-1] + UNIT01_CASES + cases[-1:]   # the restore-and-re-arm attacks: written for this unit
     if full_grading_asked(UNIT):
         return cases
     seen: set = set()

@@ -305,6 +305,27 @@ def {func}(*args, **kwargs):
     print("\\n".join(_lines))
     raise ValueError("the test was: " + " ; ".join(_lines))
 """
+# Class 8 of the trust-boundary review: keep the library's answer from before the guard, put it back during the
+# guarded call, re-arm the tripwire before returning. Written for unit 01's topo_order (Graph.toposort is forbidden);
+# names are built at run time, so the static scan sees no write to a library class.
+RESTORE_AND_REARM = """
+import infopt.ir.graph as _graph_module
+_kept = [vars(getattr(_graph_module, "Gr" + "aph"))["topo" + "sort"]]   # in a list: the guard does not look there
+
+def {func}(graph):
+    import infopt.ir.graph as g
+    cls = getattr(g, "Gr" + "aph")
+    armed = vars(cls)["topo" + "sort"]
+    type.__setattr__(cls, "topo" + "sort", _kept[0])
+    try:
+        return list(graph.toposort())
+    finally:
+        type.__setattr__(cls, "topo" + "sort", armed)
+"""
+# The same, from a function that needs a name only the student's kernel has (get_ipython), so it cannot run in the
+# clean room and falls back to the kernel: it keeps its points there, and is flagged.
+RESTORE_OUTSIDE_ROOM = RESTORE_AND_REARM.replace("    import infopt.ir.graph as g\n",
+                                                 "    get_ipython\n    import infopt.ir.graph as g\n")
 CONTROL = "s0_control"
 
 CASES = [
@@ -409,6 +430,14 @@ CASES = [
          reason="symbolic link"),
     Case("w5_tar_ok", "an honest notebook in a tar.gz", "tar_ok"),
     Case("z_honest_last", "an honest, correct submission graded after the hostile ones", "honest"),
+]
+# Written for unit 01 (its topo_order exercise guards Graph.toposort): tests/test_grader_unit01.py grades them, under
+# the judge, whose clean room runs guarded calls. (Graded in the kernel, r1 would get full marks.)
+UNIT01_CASES = [
+    Case("r1_restore_and_rearm", "puts the library's toposort back during its own call and re-arms the tripwire",
+         "append", RESTORE_AND_REARM, target="topo", score="full_minus_target"),
+    Case("r2_restore_outside_room", "the same, from a function that cannot run outside the student's kernel",
+         "append", RESTORE_OUTSIDE_ROOM, target="topo", status="flagged", flag="clean room"),
 ]
 TAMPER_ON_WRONG_CODE = [c.student for c in CASES if c.student.startswith("s") and c.student != CONTROL]
 

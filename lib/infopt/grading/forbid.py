@@ -27,7 +27,7 @@ class ForbiddenCall(GradingError):
     """The student's code called something the exercise asks them to write (or not to run) themselves."""
 
 
-def _resolve(target: str) -> tuple[Any, str, Any]:
+def resolve_target(target: str) -> tuple[Any, str, Any]:
     """(owner, attribute, object) for "module:attr" or "module:Class.attr"."""
     module_name, sep, path = target.partition(":")
     if not sep or not path:
@@ -44,7 +44,7 @@ def _resolve(target: str) -> tuple[Any, str, Any]:
     return owner, attr, getattr(owner, attr)
 
 
-def _tripwire(target: str, original: Any, exercise: str, why: str) -> Any:
+def tripwire(target: str, original: Any, exercise: str, why: str) -> Any:
     """A stand-in for `original` that raises ForbiddenCall when called, instantiated or its attributes read."""
     message = (f"this exercise asks you to write {exercise} yourself; your code called {target.replace(':', '.')}"
                + (f" ({why})" if why else ""))
@@ -68,6 +68,32 @@ def _tripwire(target: str, original: Any, exercise: str, why: str) -> Any:
     return Tripwire()
 
 
+def replace_everywhere(owner: Any, attr: str, original: Any, wire: Any, namespaces: tuple[dict, ...] = (),
+                       closures: tuple[Any, ...] = ()) -> list[tuple[Any, str, Any]]:
+    """Put `wire` where `owner.attr` held `original`, and in every infopt module, namespace and closure cell that
+    holds the same object; return the patches (owner or dict, key, original) that undo it."""
+    patches: list[tuple[Any, str, Any]] = [(owner, attr, original)]
+    setattr(owner, attr, wire)
+    for name, module in list(sys.modules.items()):
+        md = getattr(module, "__dict__", None)
+        if md is None or module is owner or not (name == "infopt" or name.startswith("infopt.")):
+            continue
+        for key, value in list(md.items()):
+            if value is original:
+                patches.append((md, key, original))
+                md[key] = wire
+    for ns in namespaces:
+        for key, value in list(ns.items()):
+            if value is original:
+                patches.append((ns, key, original))
+                ns[key] = wire
+    for cell in closures:
+        if cell.cell_contents is original:
+            patches.append((cell, "cell_contents", original))
+            cell.cell_contents = wire
+    return patches
+
+
 @contextmanager
 def forbid(*targets: str, exercise: str, why: str = "", namespaces: tuple[dict, ...] = (),
            closures: tuple[Any, ...] = ()) -> Iterator[None]:
@@ -79,27 +105,9 @@ def forbid(*targets: str, exercise: str, why: str = "", namespaces: tuple[dict, 
     guards.push(targets, exercise, why)  # graded across the boundary: the kernel's calls are guarded there too
     try:
         for target in targets:
-            owner, attr, original = _resolve(target)
-            wire = _tripwire(target, original, exercise, why)
-            patches.append((owner, attr, original))
-            setattr(owner, attr, wire)
-            for name, module in list(sys.modules.items()):
-                md = getattr(module, "__dict__", None)
-                if md is None or module is owner or not (name == "infopt" or name.startswith("infopt.")):
-                    continue
-                for key, value in list(md.items()):
-                    if value is original:
-                        patches.append((md, key, original))
-                        md[key] = wire
-            for ns in namespaces:
-                for key, value in list(ns.items()):
-                    if value is original:
-                        patches.append((ns, key, original))
-                        ns[key] = wire
-            for cell in closures:
-                if cell.cell_contents is original:
-                    patches.append((cell, "cell_contents", original))
-                    cell.cell_contents = wire
+            owner, attr, original = resolve_target(target)
+            patches += replace_everywhere(owner, attr, original, tripwire(target, original, exercise, why),
+                                          namespaces, closures)
         yield
     finally:
         guards.pop()

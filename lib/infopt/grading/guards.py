@@ -28,3 +28,12 @@ def check_native(what: str) -> None:
 
         raise HarnessError(f"{what} in the judge: a test that runs compiled code must be listed as [[in_kernel]] in "
                            "its unit.toml (native code runs only in the student's sandbox)")
+
+
+RUNNER = None   # in a judge child: the channel whose clean room runs native code for it (autograder/judge.py)
+
+
+def native_runner():  # noqa: ANN201 (a remote.Channel; typed loosely: this module imports nothing of the package)
+    """What runs native code for the judge: a sandboxed room that holds no student code (None outside a judge, or
+    when the judge has no room: the library then refuses, see check_native)."""
+    return RUNNER if IN_JUDGE else None

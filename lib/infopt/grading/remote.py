@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import json
 import socket
 import sys
 import traceback
@@ -30,30 +31,81 @@ class KernelGone(GradingError):
 
 
 class Channel:
-    """The judge's end of one test's connection to the student's kernel."""
+    """The judge's end of one test's connection to the student's kernel, and to its clean room (calls a test guards
+    with `forbidding` run there: infopt.grading.clean_room)."""
 
-    def __init__(self, sock: socket.socket) -> None:
-        self.sock = sock
+    def __init__(self, sock: socket.socket, room: socket.socket | None = None) -> None:
+        self.sock, self.room = sock, room
         self.calls = 0
+        self.flags: list[str] = []      # for the instructor: what the judge saw that a score does not show
+        self._room_guards: str | None = None
+        self._room_errors: list[str] = []
 
     def call(self, name: str, args: tuple, kwargs: dict, forbid: dict | None = None, via: str | None = None) -> Any:
         """Call `name` in the kernel (or the library function `via` with it as the first argument); return the
-        result with the caller's own objects updated in place. Guards the judge has up (`forbid`) go up there too."""
-        encoder = wire.Encoder()
+        result with the caller's own objects updated in place. A guarded call (`forbid`, or a `forbid` block the
+        judge has open) runs in the clean room when there is one."""
         guards = [g for g in [forbid, *open_guards.OPEN] if g]
+        if guards and self.room is not None:
+            try:
+                return self._exchange(self._enter_room(guards, name), name, args, kwargs, guards, via)
+            except NameError as err:   # the room lacks a name the notebook defined outside the solution cells
+                missing = str(err)[:200]
+            result = self._exchange(self.sock, name, args, kwargs, guards, via)
+            self.flags.append(f"{name} answered in the kernel but not in the grader's clean room, which holds only "
+                              f"the solution cells and the notebook's definitions ({missing}): graded in the kernel, "
+                              "where a guarded library function could have been put back during the call")
+            return result
+        return self._exchange(self.sock, name, args, kwargs, guards, via)
+
+    def library(self, target: str, args: tuple, kwargs: dict) -> Any:
+        """Run the library function `target` ("infopt.module:name") in a bare room, one that holds no student code:
+        what the judge asks for native code (a compiled kernel the student's code described) to run in a sandbox."""
+        if self.room is None:
+            from .errors import HarnessError
+            raise HarnessError(f"{target}: native code runs only in the sandbox, and this judge has no clean room")
+        return self._exchange(self._enter_room([], target, bare=True), target, args, kwargs, [], None, target)
+
+    def _enter_room(self, guards: list[dict], name: str, bare: bool = False) -> socket.socket:
+        """The clean room for `guards` (or a bare one), opened (a fresh one when they changed)."""
+        key = "bare" if bare else json.dumps(guards, sort_keys=True)
+        if key == self._room_guards:
+            return self.room
+        try:
+            if self._room_guards is not None:
+                wire.send(self.room, {"op": "leave"})
+            wire.send(self.room, {"op": "room", "guards": guards, "bare": bare})
+            reply, _ = wire.receive(self.room)
+        except (EOFError, OSError, wire.WireError) as err:
+            raise KernelGone(f"the grader's clean room for {name} did not open ({type(err).__name__})") from None
+        self._room_guards = key
+        opened = reply.get("ok") if isinstance(reply, dict) else None
+        if not isinstance(opened, dict):
+            raise KernelGone(f"the grader's clean room for {name} did not open")
+        if opened.get("problems"):
+            from .errors import HarnessError
+            raise HarnessError("the clean room could not remove the library's answer: "
+                               + "; ".join(map(str, opened["problems"]))[:1000])
+        self._room_errors = [str(e) for e in opened.get("errors") or []]
+        return self.room
+
+    def _exchange(self, sock: socket.socket, name: str, args: tuple, kwargs: dict, guards: list[dict],
+                  via: str | None, library: str | None = None) -> Any:
+        encoder = wire.Encoder()
         try:
             tree = {"op": "call", "name": name, "call": encoder.encode((tuple(args), dict(kwargs)), "arguments"),
-                    "forbid": guards, "via": via}
+                    "forbid": guards, "via": via, "library": library}
             message = wire.dump(tree, encoder.blobs)
         except wire.WireError as err:  # the test's own argument cannot cross: a harness bug, not the student's
             from .errors import HarnessError
             raise HarnessError(f"the test's arguments to {name} cannot cross to the kernel: {err}") from None
         self.calls += 1
         try:
-            self.sock.sendall(message)
-            reply, blobs = wire.receive(self.sock)
+            sock.sendall(message)
+            reply, blobs = wire.receive(sock)
         except (EOFError, OSError) as err:
-            raise KernelGone(f"your kernel stopped answering the grader while {name} ran (it died, exited or "
+            where = "the grader's clean room" if sock is self.room else "your kernel"
+            raise KernelGone(f"{where} stopped answering the grader while {name} ran (it died, exited or "
                              f"stopped serving calls: {type(err).__name__})") from None
         except wire.WireError as err:
             raise GradingError(f"{name}: the kernel's reply could not be read ({err})") from None
@@ -73,11 +125,11 @@ class Channel:
         return result
 
     def done(self) -> None:
-        """Tell the kernel the test is over (its serving cell returns)."""
-        try:
-            wire.send(self.sock, {"op": "done"})
-        except OSError:
-            pass
+        """Tell the kernel (and the clean room) the test is over: the serving cell returns, the room closes."""
+        for sock in (self.sock, self.room):
+            if sock is not None:
+                with contextlib.suppress(OSError):
+                    wire.send(sock, {"op": "done"})
 
 
 class StudentFunction:
@@ -140,7 +192,13 @@ def serve_on(sock: socket.socket, namespace: dict) -> int:
 
 def _answer(tree: dict, blobs: list[bytes], namespace: dict) -> tuple[dict, list[bytes]]:
     name = str(tree.get("name", ""))
-    fn = namespace.get(name)
+    if tree.get("library"):   # the judge's own call of a library function (a room's native runner)
+        try:
+            fn = _library_function(str(tree["library"]))
+        except (ValueError, ImportError, AttributeError) as err:
+            return {"error": wire.encode_error(wire.WireError(f"the grader's call could not be read: {err}"))}, []
+    else:
+        fn = namespace.get(name)
     if not callable(fn):
         err = NameError(f"name {name!r} is not defined as a function in your notebook: run the cell that defines it"
                         if fn is None else f"{name} must be a function, got {type(fn).__name__}")

@@ -280,7 +280,8 @@ NATIVE = re.compile(r"^\s*(import|from)\s+(ctypes|llvmlite|iree\.runtime|subproc
 
 
 @functools.lru_cache(maxsize=None)
-def _native_module(module_name: str) -> bool:
+@functools.lru_cache(maxsize=None)
+def native_module(module_name: str) -> bool:
     """True for a library module that touches native code (ctypes, llvmlite, IREE's runtime, subprocess): its classes
     may hold addresses or handles, so they never cross (rebuilt from data, one could call an address it was given)."""
     module = sys.modules.get(module_name)
@@ -308,7 +309,7 @@ def _resolve_class(name: str) -> type:
         raise WireError(f"{name!r} is not a class of the library ({type(err).__name__})") from None
     if not isinstance(obj, type) or issubclass(obj, BaseException):
         raise WireError(f"{name!r} is not a class of the library")
-    if _native_module(obj.__module__):
+    if native_module(obj.__module__):
         raise WireError(f"{name!r} belongs to a module that handles native code: its objects do not cross")
     return obj
 

@@ -1,0 +1,277 @@
+"""The clean room: where a call that a test guards with `forbidding` runs at grading.
+
+In the student's kernel a guard can be undone: code that kept a reference to the library's function can put it back
+during its own call and re-arm the tripwire before returning. At grading, guarded calls run instead in a *room*: a
+fresh process, sandboxed under a uid of its own, that holds only the student's cells (their imports and definitions,
+and the solution cells; never the lesson's computations), in which the guarded library objects were replaced by
+tripwires *before* those cells loaded. Nothing of the original is left to restore: each removed object is collected
+(checked with a weak reference), and an audit hook, which Python code cannot remove, refuses to open the removed
+objects' source files (no reload, no getsource), to start programs, to reach native code through ctypes other than
+the installed packages' own libraries (llvmlite's), or to read raw memory with it.
+
+    zygote:  python -m infopt.grading.clean_room FD   (the grader's executor starts it in a sandbox of its own)
+    session: one per judged test (the executor hands the zygote one end of a socket pair, the judge the other)
+    room:    one per set of guards a test opens; it answers calls as the kernel does (remote.serve_on);
+             a *bare* room loads no student code and runs the library functions the judge names: native code
+             (a kernel the student's code described, compiled by the library) runs there, never in the judge
+
+Nothing here is secret: it runs as the student's code does.
+"""
+from __future__ import annotations
+
+import builtins
+import gc
+import importlib
+import os
+import re
+import socket
+import sys
+import weakref
+from typing import Any
+
+from . import wire
+from .forbid import replace_everywhere, resolve_target, tripwire
+
+_PROC_MEMORY = re.compile(r"^/proc/[^/]+/(mem|maps|smaps|map_files|pagemap)(/|$)")
+_REFUSED_EVENTS = {
+    "subprocess.Popen": "start a program", "os.system": "start a program", "os.exec": "start a program",
+    "os.posix_spawn": "start a program", "os.spawn": "start a program", "pty.spawn": "start a program",
+    "ctypes.dlsym/handle": "look up a native symbol", "ctypes.string_at": "read raw memory",
+    "ctypes.wstring_at": "read raw memory", "ctypes.cdata": "read raw memory",
+}
+
+
+class RoomRefused(PermissionError):
+    """What the clean room refuses to do while the student's code is loaded (see the module's docstring)."""
+
+
+def isolate(guards: list[dict]) -> list[str]:
+    """Replace every target of `guards` ({"targets", "exercise", "why"}) by a tripwire, for good, and drop every
+    other reference the library holds to it; return a line for each original of the library that is still alive
+    (none should be). A target outside the library (torch's conv2d) is replaced, not removed: its package keeps it."""
+    refs: list[tuple[str, Any]] = []
+    for guard in guards:
+        for target in guard.get("targets") or []:
+            owner, attr, original = resolve_target(str(target))
+            if type(original).__name__ == "Tripwire":
+                continue   # already removed by an earlier guard
+            wire_ = tripwire(str(target), original, str(guard.get("exercise", "")), str(guard.get("why", "")))
+            replace_everywhere(owner, attr, original, wire_)
+            if not str(target).startswith("infopt."):
+                continue   # another package's function (torch's conv): replaced as in the kernel, but that
+                           # package's internals still hold it, so it cannot be removed for good
+            _replace_referrers(original, wire_)
+            try:
+                refs.append((str(target), weakref.ref(original)))
+            except TypeError:
+                refs.append((str(target), lambda original=original: original))  # cannot be checked: reported
+            del original, owner
+    gc.collect()
+    problems = []
+    for target, ref in refs:
+        if ref() is not None:
+            kinds = sorted({type(r).__name__ for r in gc.get_referrers(ref()) if type(r).__name__ != "frame"})
+            problems.append(f"{target} is still reachable in the clean room (held by {', '.join(kinds) or '?'})")
+    return problems
+
+
+def _replace_referrers(original: Any, wire_: Any) -> None:
+    """The other places the library keeps `original`: class attributes, registry dicts and lists, closure cells,
+    tuples, objects' attributes. (No comprehension here may close over `original`: its cell would be replaced.)"""
+    for holder in gc.get_referrers(original):
+        if isinstance(holder, dict):
+            owners = [t for t in gc.get_referrers(holder)
+                      if isinstance(t, type) and any(r is holder for r in gc.get_referents(t))]
+            for key, value in list(holder.items()):
+                if value is original:
+                    if owners:
+                        for cls in owners:
+                            setattr(cls, key, wire_)
+                    else:
+                        holder[key] = wire_
+        elif isinstance(holder, list):
+            for i, value in enumerate(holder):
+                if value is original:
+                    holder[i] = wire_
+        elif type(holder).__name__ == "cell":
+            holder.cell_contents = wire_
+        elif type(holder) is tuple:   # a module's tuple of patterns, a function's defaults
+            items = list(holder)
+            for i in range(len(items)):
+                if items[i] is original:
+                    items[i] = wire_
+            _replace_tuple(holder, tuple(items))
+        else:                         # an object's attribute (a frozen table row), with or without __slots__
+            names = [n for cls in type(holder).__mro__ for n in getattr(cls, "__slots__", ())]
+            names += list(getattr(holder, "__dict__", None) or ())
+            for name in names:
+                if getattr(holder, name, None) is original:
+                    object.__setattr__(holder, name, wire_)
+
+
+def _replace_tuple(old: tuple, new: tuple) -> None:
+    """Put `new` wherever the library holds the tuple `old` (a tuple cannot change in place)."""
+    for holder in gc.get_referrers(old):
+        if isinstance(holder, dict):
+            for key, value in list(holder.items()):
+                if value is old:
+                    holder[key] = new
+        elif isinstance(holder, list):
+            for i, value in enumerate(holder):
+                if value is old:
+                    holder[i] = new
+        elif getattr(holder, "__defaults__", None) is old:
+            holder.__defaults__ = new
+
+
+def blocked_files(guards: list[dict]) -> set[str]:
+    """The source and bytecode files of the modules that define the guards' targets."""
+    files: set[str] = set()
+    for guard in guards:
+        for target in guard.get("targets") or []:
+            module = sys.modules.get(str(target).partition(":")[0])
+            path = getattr(module, "__file__", None)
+            if not path:
+                continue
+            real = os.path.realpath(path)
+            files.add(real)
+            cache = os.path.join(os.path.dirname(real), "__pycache__")
+            stem = os.path.splitext(os.path.basename(real))[0]
+            if os.path.isdir(cache):
+                files.update(os.path.realpath(os.path.join(cache, name)) for name in os.listdir(cache)
+                             if name.startswith(stem + ".") and name.endswith(".pyc"))
+    return files
+
+
+def lock_down(files: set[str]) -> None:
+    """Install the room's audit hook: no opening `files` (nor a process's memory), no programs, no native loading
+    or raw reads through ctypes. Audit hooks cannot be removed, so the student's cells cannot undo it."""
+    names = {os.path.basename(f) for f in files}
+
+    def hook(event: str, args: tuple) -> None:
+        if event == "open":
+            path = args[0] if args else None
+            if not isinstance(path, (str, bytes, os.PathLike)):
+                return
+            text = os.fsdecode(path)
+            if _PROC_MEMORY.match(text) or (
+                    os.path.realpath(text) in files if os.path.isabs(text) or os.sep in text
+                    else os.path.basename(text) in names or os.path.realpath(text) in files):
+                raise RoomRefused(f"the grader's clean room does not let your code open {text} "
+                                  "(the library's own answer to this exercise)")
+            return
+        if event in ("ctypes.dlopen", "ctypes.dlsym"):   # a package's own library (llvmlite's), never libc
+            name = args[0] if event == "ctypes.dlopen" else getattr(args[0], "_name", None)
+            if not (isinstance(name, str) and _packaged(name)):
+                raise RoomRefused(f"the grader's clean room does not let your code reach native code outside the "
+                                  f"installed packages ({event} {name!r})")
+            return
+        what = _REFUSED_EVENTS.get(event)
+        if what:
+            raise RoomRefused(f"the grader's clean room does not let your code {what} ({event})")
+
+    sys.addaudithook(hook)
+
+
+def _packaged(path: str) -> bool:
+    """True for a file of the installed Python packages (where llvmlite's and IREE's libraries live)."""
+    import sysconfig
+
+    real = os.path.realpath(path)
+    roots = {os.path.realpath(sysconfig.get_paths()[key]) for key in ("purelib", "platlib")}
+    return os.path.isabs(path) and any(real.startswith(root + os.sep) for root in roots)
+
+
+def load(sources: list[str]) -> tuple[dict, list[str]]:
+    """Run the student's cells in a fresh namespace; (namespace, one line per cell that raised)."""
+    namespace: dict = {"__name__": "__main__", "__builtins__": builtins}
+    errors = []
+    for i, source in enumerate(sources):
+        try:
+            exec(compile(source, f"<your cell {i + 1}>", "exec"), namespace)  # noqa: S102 (the student's own code)
+        except BaseException as err:  # noqa: BLE001 (a cell that fails is reported; the room goes on)
+            errors.append(f"{type(err).__name__}: {str(err)[:300]}")
+    return namespace, errors
+
+
+# ----- the processes -----------------------------------------------------------------------------------------------
+def _room(sock: socket.socket, sources: list[str], guards: list[dict], bare: bool) -> None:
+    from .remote import serve_on
+
+    if bare:   # the judge's native runner: no student code at all, only the library functions the judge names
+        wire.send(sock, {"ok": {"problems": [], "errors": []}})
+        serve_on(sock, {})
+        return
+    problems = isolate(guards)
+    files = blocked_files(guards)
+    for name, module in list(sys.modules.items()):   # what wire reads of a module's source, read before it is shut
+        if os.path.realpath(getattr(module, "__file__", None) or "/") in files:
+            wire.native_module(name)
+    lock_down(files)
+    namespace, errors = load(sources)
+    wire.send(sock, {"ok": {"problems": problems, "errors": errors}})
+    serve_on(sock, namespace)
+
+
+def _session(sock: socket.socket, sources: list[str]) -> None:
+    """Open a room for each guard set the judge asks for, one after the other, until the judge is done."""
+    while True:
+        try:
+            tree, _blobs = wire.receive(sock)
+        except (EOFError, OSError, wire.WireError):
+            return
+        if not isinstance(tree, dict) or tree.get("op") != "room":
+            return
+        guards = [g for g in tree.get("guards") or [] if isinstance(g, dict)]
+        pid = os.fork()
+        if pid == 0:
+            try:
+                _room(sock, sources, guards, bool(tree.get("bare")))
+            finally:
+                os._exit(0)
+        os.waitpid(pid, 0)
+
+
+def preload(modules: list[str]) -> list[str]:
+    """Import what the student's cells import (so that a room forks with it loaded); the ones that failed."""
+    failed = []
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except BaseException as err:  # noqa: BLE001 (a bad import is the student's, and shows in its room)
+            failed.append(f"{name}: {type(err).__name__}")
+    return failed
+
+
+def main(fd: int) -> None:
+    """The zygote: preload, then fork a session for each socket the executor hands over, until it closes."""
+    import signal
+
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)   # sessions are reaped by the kernel
+    control = socket.socket(fileno=fd)
+    tree, _ = wire.receive(control)
+    preload([str(m) for m in (tree.get("modules") or [])] if isinstance(tree, dict) else [])
+    gc.collect()
+    while True:
+        try:
+            _message, fds, _flags, _addr = socket.recv_fds(control, 1, 1)
+        except OSError:
+            return
+        if not fds:
+            return
+        try:
+            job, _ = wire.receive(control)
+        except (EOFError, OSError, wire.WireError):
+            return
+        if os.fork() == 0:
+            control.close()
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            try:
+                _session(socket.socket(fileno=fds[0]), [str(s) for s in job.get("sources") or []])
+            finally:
+                os._exit(0)
+        os.close(fds[0])
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]))
