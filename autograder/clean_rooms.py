@@ -81,11 +81,25 @@ def imported_modules(cells: list[dict]) -> list[str]:
 
 
 class CleanRooms:
-    """One student's clean-room zygote: started with the student's kernel, asked for a session per judged test."""
+    """One student's clean-room zygote: started with the student's kernel, asked for a session per judged test.
+    A zygote that died (the student's code in a room killed it, or the memory cap did) is started again, up to
+    RESTARTS times; after that `session` gives None and the executor flags the test."""
+
+    RESTARTS = 3
 
     def __init__(self, limits: Limits, cells: list[dict], scratch: Path | None = None) -> None:
         self.cells = cells
         self.sandbox = Sandbox(limits, scratch=scratch)
+        self.restarts = 0
+        self.control: socket.socket | None = None
+        self.proc: subprocess.Popen | None = None
+        try:
+            self._start()
+        except BaseException:
+            self.close()
+            raise
+
+    def _start(self) -> None:
         mine, theirs = socket.socketpair()
         self.control = mine
         try:
@@ -93,31 +107,41 @@ class CleanRooms:
             self.proc = subprocess.Popen(argv, env=self.sandbox.env(), cwd=str(self.sandbox.work),
                                          pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL,
                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            wire.send(mine, {"modules": imported_modules(cells)})
-        except BaseException:
-            self.close()
-            raise
+            wire.send(mine, {"modules": imported_modules(self.cells)})
         finally:
             theirs.close()
 
     def session(self, exercise: str) -> socket.socket | None:
-        """A socket to a fresh session for `exercise` (None when the zygote is gone: its calls then fail)."""
-        ours, theirs = socket.socketpair()
-        try:
-            socket.send_fds(self.control, [b"S"], [theirs.fileno()])
-            wire.send(self.control, {"sources": room_sources(self.cells, exercise)})
-        except (OSError, wire.WireError):
-            ours.close()
-            return None
-        finally:
-            theirs.close()
-        return ours
+        """A socket to a fresh session for `exercise` (None when the zygote is gone for good)."""
+        while True:
+            if self.proc is not None and self.proc.poll() is None:
+                ours, theirs = socket.socketpair()
+                try:
+                    socket.send_fds(self.control, [b"S"], [theirs.fileno()])
+                    wire.send(self.control, {"sources": room_sources(self.cells, exercise)})
+                    return ours
+                except (OSError, wire.WireError):
+                    ours.close()
+                finally:
+                    theirs.close()
+            if self.restarts >= self.RESTARTS:
+                return None
+            self.restarts += 1
+            self._stop()
+            self.sandbox.kill_all()
+            try:
+                self._start()
+            except (OSError, wire.WireError):
+                return None
+
+    def _stop(self) -> None:
+        if self.control is not None:
+            self.control.close()
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
 
     def close(self) -> None:
         """Stop the zygote and every room, and remove the sandbox."""
-        self.control.close()
-        proc = getattr(self, "proc", None)
-        if proc is not None:
-            proc.kill()
-            proc.wait()
+        self._stop()
         self.sandbox.cleanup()

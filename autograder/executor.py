@@ -580,6 +580,9 @@ def _run_judged_test(runner: _Runner, judge: dict, listener: socket.socket, evid
                     continue
                 connected.set()
                 room = rooms.session(exercise_of(label)) if rooms is not None else None
+                if rooms is not None and room is None:
+                    evidence.flag(f"{label}: the grader's clean room was gone (started {rooms.restarts + 1} times): "
+                                  "this test's guarded calls ran in the kernel")
                 with conn, (room or contextlib.nullcontext()):
                     box["verdict"] = run_test(judge["folder"], exercise_of(label), conn, seed,
                                               max(cell_deadline - time.monotonic(), 0.1), judge.get("pid"),
@@ -618,6 +621,8 @@ def _run_judged_test(runner: _Runner, judge: dict, listener: socket.socket, evid
     item.status = "ok" if verdict.get("status") == "ok" else "error"
     if item.status == "error":
         item.ename = "HarnessError" if verdict.get("harness") else str(verdict.get("ename", "Error"))[:200]
+        if item.ename == "HarnessError" and not verdict.get("harness"):   # only the judge's checks are the harness
+            item.ename = "HarnessError (raised by your code)"
         item.evalue = scrub(str(verdict.get("evalue", "")))[:TEXT_CAP]
         item.line = int(verdict.get("line", 0) or 0)
         item.frames = [f for f in verdict.get("frames", []) if isinstance(f, list) and len(f) == 4][-12:]

@@ -93,7 +93,8 @@ class Judge:
             in_kernel or {})]
         # a judged test that guards a call (`forbidding`, `forbid`) runs it in the student's clean room, and one that
         # runs a compiled kernel runs it in a bare room (infopt.grading.clean_room)
-        self.rooms = any(word in c["source"] for c in cells for word in ("forbid", "compile_kernel", "compile_tuned"))
+        self.rooms = any(word in c["source"] for c in cells
+                         for word in ("forbid", "compile_kernel", "compile_tuned", "built_ir"))
         (self.folder / "job.json").write_text(json.dumps({"cells": cells}))
         env = dict(os.environ, MPLBACKEND="Agg", PLOTLY_RENDERER="json", BROWSER="true", OMP_NUM_THREADS="1",
                    OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1",  # as in the kernel's sandbox: same numerics
@@ -347,7 +348,7 @@ def _run_test_cell(shell: Any, cell: dict) -> dict:
     try:
         exec(code, shell.user_ns)  # noqa: S102 (the instructor's own test, in the judge)
     except BaseException as err:  # noqa: BLE001 (every way a test can fail is a verdict)
-        from infopt.grading.errors import is_harness_error
+        from infopt.grading.errors import HarnessError
 
         line = 0
         tb = err.__traceback__
@@ -367,7 +368,7 @@ def _run_test_cell(shell: Any, cell: dict) -> dict:
             text = "<the message could not be read>"
         name = getattr(err, "student_type", None) or type(err).__name__
         return {"status": "error", "ename": str(name)[:200], "evalue": text[:8000], "line": line,
-                "frames": frames[-12:], "harness": bool(is_harness_error(err))}
+                "frames": frames[-12:], "harness": isinstance(err, HarnessError)}
     return {"status": "ok"}
 
 

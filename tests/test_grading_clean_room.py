@@ -151,6 +151,10 @@ def test_the_room_refuses_the_library_files_programs_and_native_code():
         refused("os.open", lambda: os.open(dce.__file__, os.O_RDONLY))
         os.chdir(os.path.dirname(dce.__file__))
         refused("relative", lambda: open(os.path.basename(dce.__file__)).read())
+        folder = os.open(os.path.dirname(dce.__file__), os.O_RDONLY)
+        os.chdir("/")
+        refused("dir_fd", lambda: os.open("./" + os.path.basename(dce.__file__), os.O_RDONLY, dir_fd=folder))
+        refused("symlink", lambda: os.symlink(dce.__file__, "/tmp/innocent.txt"))
         refused("reload", lambda: importlib.reload(dce))
         refused("getsource", lambda: inspect.getsource(dce))
         refused("program", lambda: subprocess.run(["cat", dce.__file__]))
@@ -164,9 +168,36 @@ def test_the_room_refuses_the_library_files_programs_and_native_code():
         print("the tripwire", type(dce.live_nodes).__name__)
     """)
     lines = out.stdout.splitlines()
-    assert len(lines) == 14, out.stdout + out.stderr[-2000:]
-    assert all(line.split()[1] == "refused" for line in lines[:12]), lines
-    assert lines[12:] == ["other module True", "the tripwire Tripwire"]
+    assert len(lines) == 16, out.stdout + out.stderr[-2000:]
+    assert all(line.split()[1] == "refused" for line in lines[:14]), lines
+    assert lines[14:] == ["other module True", "the tripwire Tripwire"]
+
+
+def test_where_the_kernel_has_landlock_no_path_or_handle_reads_the_removed_files():
+    out = run_python("""
+        import os
+        import infopt.passes.dce as dce
+        from infopt.grading.clean_room import blocked_files, forbid_reading
+        files = blocked_files([{"targets": ["infopt.passes.dce:live_nodes"]}])
+        if not forbid_reading(files):
+            print("no landlock")
+            raise SystemExit
+        folder = os.open(os.path.dirname(dce.__file__), os.O_RDONLY)
+        for how, fn in (("path", lambda: open(dce.__file__).read()),
+                        ("dir_fd", lambda: os.open("./dce.py", os.O_RDONLY, dir_fd=folder)),
+                        ("proc", lambda: open(f"/proc/self/fd/{folder}/dce.py").read())):
+            try:
+                fn()
+                print(how, "ALLOWED")
+            except PermissionError:
+                print(how, "refused")
+        print("neighbour", len(open(os.path.join(os.path.dirname(dce.__file__), "cse.py")).read()) > 0)
+        print("elsewhere", len(open(os.__file__).read()) > 0)
+    """)
+    if out.stdout.strip() == "no landlock":
+        pytest.skip("this kernel has no Landlock: the audit hook alone refuses (tested above)")
+    assert out.stdout.split("\n")[:5] == ["path refused", "dir_fd refused", "proc refused", "neighbour True",
+                                          "elsewhere True"], out.stdout + out.stderr[-2000:]
 
 
 # ----- through the zygote, in its sandbox --------------------------------------------------------------------------
@@ -283,3 +314,36 @@ def test_the_judge_runs_compiled_kernels_in_a_bare_room(grading, monkeypatch):
     with pytest.raises(HarnessError, match="does not JIT"):
         kernel.optimized_ir
     assert not channel.flags and channel.calls == 1
+
+
+def test_rooms_cannot_be_traced_by_other_processes_of_their_uid():
+    out = run_python("""
+        import ctypes
+        from infopt.grading.clean_room import _untraceable
+        libc = ctypes.CDLL(None)
+        before = libc.prctl(3, 0, 0, 0, 0)   # PR_GET_DUMPABLE
+        _untraceable()
+        print(before, libc.prctl(3, 0, 0, 0, 0))
+    """)
+    assert out.stdout.split() == ["1", "0"], out.stderr[-2000:]
+
+
+def test_a_zygote_that_died_is_started_again_and_then_given_up(tmp_path):
+    rooms = CleanRooms(Limits(memory_mb=512, pids=32, file_mb=16, cpu_s=30, wall_s=30.0, cell_s=10.0),
+                       [{"kind": "solution", "grade_id": "topo", "source": HONEST}], tmp_path)
+    try:
+        for restart in range(1, CleanRooms.RESTARTS + 1):
+            rooms.proc.kill()
+            rooms.proc.wait()
+            sock = rooms.session("topo")
+            assert sock is not None and rooms.restarts == restart
+            channel = Channel(socket.socket(), sock)
+            graph = _graph()
+            assert len(channel.call("topo_order", (graph,), {}, forbid=GUARD)) == len(graph.nodes)
+            channel.done()
+            sock.close()
+        rooms.proc.kill()
+        rooms.proc.wait()
+        assert rooms.session("topo") is None   # given up: the executor flags the test
+    finally:
+        rooms.close()

@@ -267,6 +267,22 @@ def test_errors_cross_as_the_judges_own_exception_types_with_capped_messages(ker
         fn("odd")
 
 
+def test_a_harness_error_the_student_raises_is_the_students(kernel):
+    """Only the judge's own checks make a harness error (which scores as the grader's bug, not the student's)."""
+    from infopt.grading.errors import HarnessError, is_harness_error
+
+    namespace, channel, _ = kernel
+
+    def fake(x):
+        raise HarnessError("the grader broke")
+
+    namespace["fake"] = fake
+    with pytest.raises(RuntimeError) as raised:
+        StudentFunction(channel, "fake")(1)
+    assert not isinstance(raised.value, HarnessError)
+    assert not is_harness_error(raised.value.student_type) and "raised by your code" in raised.value.student_type
+
+
 def test_results_that_cannot_cross_are_the_students_failure_and_a_missing_name_says_so(kernel):
     namespace, channel, served = kernel
     namespace["closure"] = lambda: (lambda: 1)

@@ -200,43 +200,42 @@ def build_dot(module: ir.Module) -> ir.Function:
 
 
 # %% grade_id="dot_test" points=3
-import llvmlite.binding as _llvm_binding
-
+from infopt.codegen.built_ir import build_into_module, instructions, run_float_function
 from infopt.grading import call_student, case
 
 
 def _dot_from(builder_fn):
-    """Build the student's dot into a fresh module, check its signature and IR, JIT it at -O0: (ctypes fn, IR)."""
-    m = ir.Module(name="dot_test")
+    """Build the student's dot into a fresh module, check its signature and IR: (f(a, b, n) that runs it JIT-compiled
+    at -O0, the IR). At grading the IR comes back as text, and is parsed and run in a sandbox."""
     # build_dot's job is to add to the module it is given, so only a raise (not the change) is reported
-    fn = call_student(builder_fn, m, name="build_dot", fingerprint=lambda _module: 0)
-    check_true(isinstance(fn, ir.Function), f"build_dot must return the ir.Function it added, got {type(fn).__name__}")
-    check_true(fn.module is m, "build_dot must add `dot` to the module it was given, and return that function "
-                               "(yours belongs to another module)")
-    check_true(fn.name == "dot", f"the function must be named 'dot', got {fn.name!r}")
+    made = call_student(build_into_module, builder_fn, "dot_test", name="build_dot", fingerprint=lambda _arg: 0)
+    check_true(made["function"], f"build_dot must return the ir.Function it added, got {made['returned']}")
+    check_true(made["same_module"], "build_dot must add `dot` to the module it was given, and return that function "
+                                    "(yours belongs to another module)")
+    check_true(made["name"] == "dot", f"the function must be named 'dot', got {made['name']!r}")
     want = "float (float*, float*, i64)"
-    ft = fn.ftype
-    ok = (isinstance(ft.return_type, ir.FloatType) and len(ft.args) == 3 and all(isinstance(t, ir.PointerType) for t in ft.args[:2])
-          and ft.args[2] == ir.IntType(64))
-    check_true(ok, f"the signature must be float dot(float* a, float* b, int64_t n), i.e. {want}; yours is {ft}")
-    text = str(m)
-    insts = [i for b in _llvm_binding.parse_assembly(text).get_function("dot").blocks for i in b.instructions]
-    wide = sorted({i.opcode for i in insts if "double" in str(i.type)})
+    args = made["arg_types"]
+    ok = (made["return_type"] == "float" and len(args) == 3 and all(t.endswith("*") or t == "ptr" for t in args[:2])
+          and args[2] == "i64")
+    check_true(ok, f"the signature must be float dot(float* a, float* b, int64_t n), i.e. {want}; yours is "
+                   f"{made['return_type']} ({', '.join(args)})")
+    text = made["text"]
+    insts = instructions(text, "dot")
+    wide = sorted({op for op, kind in insts if "double" in kind})
     check_true(not wide, f"accumulate in float: your IR computes in double ({', '.join(wide)} produce doubles); the "
                          "running sum is a float, rounded after every addition as C's `float acc` would be")
-    check_true(not any(i.opcode == "alloca" for i in insts),
+    check_true(not any(op == "alloca" for op, _kind in insts),
                "keep the loop counter and the running sum in phi nodes: your IR contains `alloca` (a stack slot)")
-    phis = sorted({str(i.type) for i in insts if i.opcode == "phi"})
+    phis = sorted({kind for op, kind in insts if op == "phi"})
     check_true("float" in phis and "i64" in phis,
                f"keep the loop counter and the running sum in phi nodes: an i64 phi for the counter and a float phi "
                f"for the sum; your IR's phi nodes have types {phis or 'none'}")
-    f = jit(text, opt=0).cfunc("dot", ctypes.c_float, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)
-    return f, text
+    return (lambda a, b, n: run_float_function(text, "dot", a, b, n)), text
 
 
 def _check_dot(f, a: np.ndarray, b: np.ndarray, n: int, what: str) -> None:
     """dot(a, b, n) against float64 numpy, within float32 rounding of the products' magnitude."""
-    got = f(a.ctypes.data, b.ctypes.data, n)
+    got = f(a, b, n)
     want = float(np.dot(a[:n].astype(np.float64), b[:n].astype(np.float64)))
     check_close(got, want, rtol=1e-4, atol=1e-4 * max(1.0, float(np.abs(a[:n] * b[:n]).sum())), name=f"dot({what}, n={n}) vs numpy")
 
@@ -271,7 +270,7 @@ def _fenced(v: np.ndarray) -> np.ndarray:
 _x = _fenced(np.concatenate([_tail(), _tail()]))
 _y = _fenced(np.concatenate([_tail(), _tail()]))
 with case("n=0 on non-empty arrays", show=lambda: _vectors_text(_x, _y, 0)):
-    check_equal(float(_f(_x.ctypes.data, _y.ctypes.data, 0)), 0.0,
+    check_equal(float(_f(_x, _y, 0)), 0.0,
                 name="dot(n=0 on non-empty arrays): with n = 0 the loop body must not run")
 # tiny, odd and long vectors, each with large values before a[0] and past a[n-1] that must not be read
 for _trial, _n in enumerate([1, 2, 3, 7, int(_rng.integers(8, 64)) | 1, int(_rng.integers(1000, 5000)) | 1]
@@ -292,7 +291,7 @@ for _label, _vals, _rule in (("a float running sum", [_big] + [1.0] * _m + [-_bi
     _n = len(_vals)
     _want = float(np.add.accumulate((_x[:_n] * _y[:_n]).astype(np.float32), dtype=np.float32)[-1])
     with case(_label, show=lambda: _vectors_text(_x, _y, _n)):
-        check_equal(float(_f(_x.ctypes.data, _y.ctypes.data, _n)), _want,
+        check_equal(float(_f(_x, _y, _n)), _want,
                     name=f"dot({_label}, n={_n}): {_rule}: the float sum ((a[0]*b[0] + a[1]*b[1]) + a[2]*b[2]) + ... "
                          f"is exactly {_want:g} here")
 ### END HIDDEN TESTS

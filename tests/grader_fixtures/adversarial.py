@@ -326,6 +326,27 @@ def {func}(graph):
 # clean room and falls back to the kernel: it keeps its points there, and is flagged.
 RESTORE_OUTSIDE_ROOM = RESTORE_AND_REARM.replace("    import infopt.ir.graph as g\n",
                                                  "    get_ipython\n    import infopt.ir.graph as g\n")
+# Found by a blind red team against the clean room: read the guarded module's source through a folder handle (the
+# path alone looked innocent) and run a fresh copy of the library's function.
+RELOAD_BY_FOLDER_HANDLE = """
+import builtins, os
+
+def {func}(graph):
+    import infopt.ir.graph as g
+    folder = os.open(os.path.dirname(g.__file__), os.O_RDONLY)
+    handle = os.open("./" + os.path.basename(g.__file__), os.O_RDONLY, dir_fd=folder)
+    source = os.read(handle, 10**7).decode()
+    fresh = {{"__name__": "infopt.ir.graph"}}
+    code = getattr(builtins, "comp" + "ile")(source, "copy.py", "exec")
+    getattr(builtins, "ex" + "ec")(code, fresh)
+    return list(fresh["Gr" + "aph"].toposort(graph))
+"""
+# ... and raise the grader's own HarnessError, so that the row read "bug in the test harness" (hiding any flag).
+FAKE_HARNESS_ERROR = """
+def {func}(*args, **kwargs):
+    from infopt.grading.errors import HarnessError
+    raise HarnessError("the grader broke")
+"""
 CONTROL = "s0_control"
 
 CASES = [
@@ -438,6 +459,10 @@ UNIT01_CASES = [
          "append", RESTORE_AND_REARM, target="topo", score="full_minus_target"),
     Case("r2_restore_outside_room", "the same, from a function that cannot run outside the student's kernel",
          "append", RESTORE_OUTSIDE_ROOM, target="topo", status="flagged", flag="clean room"),
+    Case("r3_reload_by_folder_handle", "runs a fresh copy of the guarded module, its source read through a folder "
+         "handle", "append", RELOAD_BY_FOLDER_HANDLE, target="topo", score="full_minus_target"),
+    Case("r4_fake_harness_error", "raises the grader's own HarnessError (the row must not read as a grader bug)",
+         "append", FAKE_HARNESS_ERROR, target="topo", score="full_minus_target"),
 ]
 TAMPER_ON_WRONG_CODE = [c.student for c in CASES if c.student.startswith("s") and c.student != CONTROL]
 

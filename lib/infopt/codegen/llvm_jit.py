@@ -211,6 +211,7 @@ _JIT_CACHE: dict[tuple, JitModule] = {}
 
 def jit(text: str, opt: int = 3, passes: Sequence[str] | None = None, **pipeline: bool) -> JitModule:
     """Optimize and JIT-compile IR text; cached by (IR text, options), so re-running a cell is instant."""
+    guards.check_native("JIT-compiling LLVM IR")   # not even a cached module: a judge child runs no native code
     key = (text, int(opt), tuple(passes) if passes is not None else None, tuple(sorted(pipeline.items())))
     hit = _JIT_CACHE.get(key)
     if hit is None:

@@ -5,8 +5,9 @@ during its own call and re-arm the tripwire before returning. At grading, guarde
 fresh process, sandboxed under a uid of its own, that holds only the student's cells (their imports and definitions,
 and the solution cells; never the lesson's computations), in which the guarded library objects were replaced by
 tripwires *before* those cells loaded. Nothing of the original is left to restore: each removed object is collected
-(checked with a weak reference), and an audit hook, which Python code cannot remove, refuses to open the removed
-objects' source files (no reload, no getsource), to start programs, to reach native code through ctypes other than
+(checked with a weak reference); the kernel refuses to let the room read the removed objects' source and bytecode
+files (Landlock, where the kernel has it), and an audit hook, which Python code cannot remove, refuses to open
+them too (no reload, no getsource), to start programs, to reach native code through ctypes other than
 the installed packages' own libraries (llvmlite's), or to read raw memory with it.
 
     zygote:  python -m infopt.grading.clean_room FD   (the grader's executor starts it in a sandbox of its own)
@@ -25,6 +26,7 @@ import importlib
 import os
 import re
 import socket
+import struct
 import sys
 import weakref
 from typing import Any
@@ -36,6 +38,7 @@ _PROC_MEMORY = re.compile(r"^/proc/[^/]+/(mem|maps|smaps|map_files|pagemap)(/|$)
 _REFUSED_EVENTS = {
     "subprocess.Popen": "start a program", "os.system": "start a program", "os.exec": "start a program",
     "os.posix_spawn": "start a program", "os.spawn": "start a program", "pty.spawn": "start a program",
+    "os.symlink": "make a link", "os.link": "make a link",
     "ctypes.dlsym/handle": "look up a native symbol", "ctypes.string_at": "read raw memory",
     "ctypes.wstring_at": "read raw memory", "ctypes.cdata": "read raw memory",
 }
@@ -143,6 +146,51 @@ def blocked_files(guards: list[dict]) -> set[str]:
     return files
 
 
+_LANDLOCK_READ_FILE = 1 << 2   # LANDLOCK_ACCESS_FS_READ_FILE
+_SYS_LANDLOCK = (444, 445, 446)   # create_ruleset, add_rule, restrict_self (the same number on every architecture)
+
+
+def forbid_reading(files: set[str]) -> bool:
+    """Ask the kernel (Landlock) to refuse this process and its children reading `files`, whatever path or handle
+    they are opened by: every other file stays readable. False where the kernel has no Landlock (the audit hook of
+    `lock_down` is then the only refusal). Runs before the student's code: it needs ctypes."""
+    import ctypes
+
+    if not files:
+        return True
+    libc = ctypes.CDLL(None, use_errno=True)
+    create, add, restrict = _SYS_LANDLOCK
+    handled = ctypes.c_uint64(_LANDLOCK_READ_FILE)
+    ruleset = libc.syscall(create, ctypes.byref(handled), ctypes.sizeof(handled), 0)
+    if ruleset < 0:
+        return False
+    try:
+        ancestors = {os.path.dirname(f) for f in files}
+        for folder in list(ancestors):
+            while folder != os.path.dirname(folder):
+                folder = os.path.dirname(folder)
+                ancestors.add(folder)
+        for folder in sorted(ancestors):
+            for name in os.listdir(folder):
+                path = os.path.join(folder, name)
+                if path in ancestors or path in files:
+                    continue   # an ancestor's other entries get their own rules; a forbidden file gets none
+                try:
+                    fd = os.open(path, os.O_PATH | os.O_CLOEXEC | os.O_NOFOLLOW)
+                except OSError:
+                    continue
+                try:
+                    rule = struct.pack("=Qi", _LANDLOCK_READ_FILE, fd)   # landlock_path_beneath_attr (packed)
+                    libc.syscall(add, ruleset, 1, ctypes.c_char_p(rule), 0)
+                finally:
+                    os.close(fd)
+        if libc.prctl(38, 1, 0, 0, 0) != 0 or libc.syscall(restrict, ruleset, 0) != 0:   # PR_SET_NO_NEW_PRIVS
+            return False
+    finally:
+        os.close(ruleset)
+    return True
+
+
 def lock_down(files: set[str]) -> None:
     """Install the room's audit hook: no opening `files` (nor a process's memory), no programs, no native loading
     or raw reads through ctypes. Audit hooks cannot be removed, so the student's cells cannot undo it."""
@@ -154,9 +202,10 @@ def lock_down(files: set[str]) -> None:
             if not isinstance(path, (str, bytes, os.PathLike)):
                 return
             text = os.fsdecode(path)
-            if _PROC_MEMORY.match(text) or (
-                    os.path.realpath(text) in files if os.path.isabs(text) or os.sep in text
-                    else os.path.basename(text) in names or os.path.realpath(text) in files):
+            # a relative path may be relative to a folder handle (dir_fd), which the event does not show: its name
+            # alone decides
+            if _PROC_MEMORY.match(text) or os.path.realpath(text) in files or (
+                    not os.path.isabs(text) and os.path.basename(os.path.normpath(text)) in names):
                 raise RoomRefused(f"the grader's clean room does not let your code open {text} "
                                   "(the library's own answer to this exercise)")
             return
@@ -207,6 +256,7 @@ def _room(sock: socket.socket, sources: list[str], guards: list[dict], bare: boo
     for name, module in list(sys.modules.items()):   # what wire reads of a module's source, read before it is shut
         if os.path.realpath(getattr(module, "__file__", None) or "/") in files:
             wire.native_module(name)
+    forbid_reading(files)
     lock_down(files)
     namespace, errors = load(sources)
     wire.send(sock, {"ok": {"problems": problems, "errors": errors}})
@@ -243,11 +293,21 @@ def preload(modules: list[str]) -> list[str]:
     return failed
 
 
+def _untraceable() -> None:
+    """PR_SET_DUMPABLE 0, inherited by every session and room: no other process of the sandbox's uid (one a room
+    left behind) can trace a later room or open its memory. Before any student code, so ctypes is still allowed."""
+    import ctypes
+
+    if ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0) != 0:   # PR_SET_DUMPABLE = 4
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE, 0) failed")
+
+
 def main(fd: int) -> None:
     """The zygote: preload, then fork a session for each socket the executor hands over, until it closes."""
     import signal
 
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)   # sessions are reaped by the kernel
+    _untraceable()
     control = socket.socket(fileno=fd)
     tree, _ = wire.receive(control)
     preload([str(m) for m in (tree.get("modules") or [])] if isinstance(tree, dict) else [])

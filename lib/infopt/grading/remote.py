@@ -52,9 +52,10 @@ class Channel:
             except NameError as err:   # the room lacks a name the notebook defined outside the solution cells
                 missing = str(err)[:200]
             result = self._exchange(self.sock, name, args, kwargs, guards, via)
+            loaded = f"; in the room, {self._room_errors[0]}" if self._room_errors else ""
             self.flags.append(f"{name} answered in the kernel but not in the grader's clean room, which holds only "
-                              f"the solution cells and the notebook's definitions ({missing}): graded in the kernel, "
-                              "where a guarded library function could have been put back during the call")
+                              f"the solution cells and the notebook's definitions ({missing}{loaded}): graded in the "
+                              "kernel, where a guarded library function could have been put back during the call")
             return result
         return self._exchange(self.sock, name, args, kwargs, guards, via)
 

@@ -30,6 +30,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .errors import HarnessError, is_harness_error
+
 MAX_DEPTH = 100              # nesting of one message (a graph nests 5 levels; Python's stack allows ~300)
 MAX_ITEMS = 2_000_000        # JSON nodes of one message
 MAX_FRAME = 256 * 2**20      # bytes of one message on the channel
@@ -682,6 +684,8 @@ def decode_error(info: dict) -> BaseException:
                     found = candidate
             except (ImportError, AttributeError):
                 pass
+        if found is not None and issubclass(found, HarnessError):
+            continue   # the student's code may raise a class of that name; only the judge's own checks are harness
         if found is not None and found is not Exception:
             kind = found
             break
@@ -692,6 +696,9 @@ def decode_error(info: dict) -> BaseException:
         err.args = (message,)
     if kind is StudentError:
         err.args = (f"{info.get('type', 'Exception')}: {message}",)
-    err.student_type = str(info.get("type", kind.__name__))[:100]   # type: ignore[attr-defined]
+    student_type = str(info.get("type", kind.__name__))[:100]
+    if is_harness_error(student_type):   # a verdict named so would read as the grader's bug, not the student's
+        student_type = f"{student_type} (raised by your code)"
+    err.student_type = student_type   # type: ignore[attr-defined]
     err.student_frames = [f for f in info.get("frames", []) if isinstance(f, list)][-12:]  # type: ignore[attr-defined]
     return err
