@@ -621,8 +621,6 @@ def _run_judged_test(runner: _Runner, judge: dict, listener: socket.socket, evid
     item.status = "ok" if verdict.get("status") == "ok" else "error"
     if item.status == "error":
         item.ename = "HarnessError" if verdict.get("harness") else str(verdict.get("ename", "Error"))[:200]
-        if item.ename == "HarnessError" and not verdict.get("harness"):   # only the judge's checks are the harness
-            item.ename = "HarnessError (raised by your code)"
         item.evalue = scrub(str(verdict.get("evalue", "")))[:TEXT_CAP]
         item.line = int(verdict.get("line", 0) or 0)
         item.frames = [f for f in verdict.get("frames", []) if isinstance(f, list) and len(f) == 4][-12:]

@@ -9,6 +9,7 @@ its objects' identity kept, and one that cannot run outside the kernel is graded
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import socket
 import subprocess
@@ -29,6 +30,7 @@ TARGET = re.compile(r"infopt(\.\w+)*:[\w.]+")
 GUARD = {"targets": ["infopt.ir.graph:Graph.toposort"], "exercise": "the topological order", "why": ""}
 
 
+@functools.lru_cache(maxsize=None)
 def guarded_targets() -> dict[str, list[str]]:
     """{unit: the library targets its hidden tests guard}, read from the instructor's sources."""
     found: dict[str, list[str]] = {}
