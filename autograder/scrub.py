@@ -3,7 +3,8 @@
 The grader never hands the kernel a hidden test in clear, but a student's code can still try to put grader text
 into an error message or its output (from a test's frame, bytecode constants, or a guess). Every message, reason,
 flag, note, output excerpt and log line is passed through a `Scrubber` built from the unit's source: any secret
-line (a stripped line of a hidden-test block or a solution block that the release does not show), and any run of
+line (a stripped line of a hidden-test block or a solution block that the release does not show; not a line of a
+multi-line string, which is a test's input and is shown when the case fails), and any run of
 `WINDOW` characters of such a line's code (string literals excluded, so a check's own message survives), is
 replaced by `[hidden]`.
 """
@@ -20,18 +21,36 @@ _BEGIN_SOLUTION, _END_SOLUTION = "### BEGIN SOLUTION", "### END SOLUTION"
 _BEGIN_HIDDEN, _END_HIDDEN = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
 
 
+def _string_body_lines(source: str) -> set[int]:
+    """Line numbers (1-based) that lie wholly inside a multi-line string literal of `source`: a test's input data
+    (an MLIR program in triple quotes), which the failure message shows the student on purpose."""
+    import io
+    import tokenize
+
+    inside: set[int] = set()
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+            if tok.type == tokenize.STRING and tok.end[0] > tok.start[0]:
+                inside.update(range(tok.start[0] + 1, tok.end[0]))
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return set()
+    return inside
+
+
 def secret_lines(sources: Iterable[str]) -> list[str]:
-    """The stripped lines of every hidden-test and solution block in `sources` (instructor cell sources)."""
+    """The stripped lines of every hidden-test and solution block in `sources` (instructor cell sources), less the
+    lines inside a multi-line string (test inputs, shown to the student when a case fails)."""
     found: list[str] = []
     for source in sources:
         inside = False
-        for raw in source.splitlines():
+        data = _string_body_lines(source)
+        for number, raw in enumerate(source.splitlines(), 1):
             line = raw.strip()
             if line in (_BEGIN_SOLUTION, _BEGIN_HIDDEN):
                 inside = True
             elif line in (_END_SOLUTION, _END_HIDDEN):
                 inside = False
-            elif inside and line:
+            elif inside and line and number not in data:
                 found.append(line)
     return found
 

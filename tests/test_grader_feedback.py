@@ -47,3 +47,24 @@ def test_a_hidden_failure_is_labelled_with_its_case_seed_and_input_and_no_source
 def test_the_other_exercise_keeps_its_points(messages):
     assert messages[("x_f__off_by_two", "g_test")][0] == "pass"
     assert messages[("x_g__triples", "f_test")][0] == "pass"
+
+
+def test_scrubber_masks_hidden_code_but_shows_a_test_input_whole():
+    """A line of hidden-test code is masked wherever it appears; a line of a multi-line string in a hidden test is
+    the case's input, which the failure shows on purpose, so it is never masked."""
+    from autograder.scrub import Scrubber, secret_lines
+
+    cell = ('check_true(True, "visible")\n'
+            '### BEGIN HIDDEN TESTS\n'
+            'program = """\n'
+            '%c2 = arith.constant 2 : index\n'
+            '"""\n'
+            '_reference_answer = sorted(compute_expected_rows(program, strict=True))\n'
+            '### END HIDDEN TESTS\n')
+    secret = secret_lines([cell])
+    assert "%c2 = arith.constant 2 : index" not in secret
+    scrub = Scrubber(secret)
+    shown = "input:\n    %c2 = arith.constant 2 : index\n"
+    assert scrub(shown) == shown
+    leaked = "_reference_answer = sorted(compute_expected_rows(program, strict=True))"
+    assert scrub(f"x {leaked} y") == "x [hidden] y"

@@ -37,7 +37,12 @@ def test_a_failing_case_names_itself_the_seed_and_the_input(monkeypatch):
     with pytest.raises(GradingError) as info:  # a value is printed as it is, without wrapping it in a lambda
         with case("an int", show=41):
             check_equal(1, 2)
-    assert "input:\n    41\n" in str(info.value), str(info.value)
+    assert str(info.value).endswith("input:\n    41"), str(info.value)
+    with pytest.raises(GradingError) as info:  # the reason comes before the input, so a long input cannot hide it
+        with case("long input", show="p" * 5000):
+            check_equal(1, 2, "the reason")
+    text = str(info.value)
+    assert text.index("the reason") < text.index("input:") and text.count("p") <= 1300, text[:300]
     with case("passes"):  # no failure, nothing happens
         check_equal(1, 1)
 
@@ -78,3 +83,77 @@ def test_forbidden_names_trip_through_every_alias_and_come_back():
     with pytest.raises(HarnessError):
         with forbid("no_colon", exercise="x"):
             pass
+
+
+def test_a_forbidden_name_bound_as_a_default_value_trips_and_comes_back():
+    """`def f(g, _dce=DeadCodeElimination)` binds the object when the cell runs, before any guard: the guard puts
+    the tripwire in the defaults of the namespace's functions and methods too, and restores them after."""
+    import infopt.passes.dce as dce
+
+    ns: dict = {"__name__": "__main__", "DCE": dce.DeadCodeElimination}
+    exec("def student(graph, _dce=DCE):\n    return _dce()(graph)\n"
+         "def keyword(graph, *, _dce=DCE):\n    return _dce()(graph)\n"
+         "class Pass:\n    @staticmethod\n    def run(graph, _dce=DCE):\n        return _dce()(graph)\n", ns)
+    for fn in (ns["student"], ns["keyword"], ns["Pass"].run):
+        guarded = forbidding(fn, "infopt.passes.dce:DeadCodeElimination", exercise="dead code elimination")
+        with pytest.raises(ForbiddenCall, match="write dead code elimination yourself"):
+            guarded(None)
+    assert ns["student"].__defaults__ == (dce.DeadCodeElimination,)
+    assert ns["keyword"].__kwdefaults__ == {"_dce": dce.DeadCodeElimination}
+    assert ns["Pass"].run.__defaults__ == (dce.DeadCodeElimination,)
+
+
+def test_a_module_wildcard_forbids_every_function_it_defines_private_ones_too():
+    from infopt.accel import pe_trace
+    from infopt.grading.forbid import expand_targets
+
+    names = expand_targets(("infopt.accel.pe_trace:*", "infopt.passes.dce:DeadCodeElimination"))
+    assert "infopt.accel.pe_trace:_trace_ws" in names and "infopt.accel.pe_trace:trace_tile" in names
+    assert names[-1] == "infopt.passes.dce:DeadCodeElimination"
+    assert not any(n.endswith(":TileRun") or n.endswith(":np") for n in names)   # functions it defines, only
+
+    def student(a, b, cfg):
+        return pe_trace._trace_ws(a, b, cfg)
+
+    with pytest.raises(ForbiddenCall, match="infopt.accel.pe_trace._trace_ws"):
+        forbidding(student, "infopt.accel.pe_trace:*", exercise="the PE schedule")(None, None, None)
+    assert pe_trace._trace_ws.__name__ == "_trace_ws" and callable(pe_trace._trace_ws)
+    with pytest.raises(HarnessError, match="defines no function"):
+        expand_targets(("infopt.llm:*",))
+
+
+def test_any_program_refuses_every_route_to_a_program_while_the_guard_is_on():
+    """ANY_PROGRAM: "without running X" holds whatever route the code takes (subprocess, os.system, os.exec*, ...),
+    checked on the audit events; outside the guard programs run again."""
+    import os
+    import subprocess
+    import sys
+
+    from infopt.grading.forbid import ANY_PROGRAM
+
+    routes = {"subprocess.run": lambda: subprocess.run(["true"], check=False),
+              "os.system": lambda: os.system("true"),
+              "os.posix_spawn": lambda: os.waitpid(os.posix_spawn("/bin/true", ["true"], os.environ), 0)}
+    for name, route in routes.items():
+        with pytest.raises(ForbiddenCall, match="without running a program"):
+            forbidding(lambda: route(), ANY_PROGRAM, exercise="the prediction")()
+    assert subprocess.run([sys.executable, "-c", "pass"], check=False).returncode == 0   # the guard is gone
+
+
+def test_a_module_imported_while_a_guard_is_on_gets_the_originals_back():
+    """A module first imported inside the guard (by resolving a later target, or by the student's code) binds the
+    tripwires of what it imports; the guard's end puts the originals back there too."""
+    import subprocess
+    import sys
+
+    code = ("import infopt.llm.model as m\n"
+            "from infopt.grading import forbidding\n"
+            "def student(x):\n"
+            "    import infopt.llm.paged\n"
+            "    return x\n"
+            "forbidding(student, 'infopt.llm.model:grouped_attention', exercise='x')(1)\n"
+            "import infopt.llm.paged as P\n"
+            "assert P.grouped_attention is m.grouped_attention, P.grouped_attention\n"
+            "print('ok')\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.stdout.strip() == "ok", out.stderr[-2000:]

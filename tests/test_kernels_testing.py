@@ -150,3 +150,27 @@ def test_check_kernel_runs_every_size_and_collects_logs():
     with pytest.raises(GradingError, match=r"copy \(size 17\): values differ"):
         check_kernel(launch, lambda x: x + 1, lambda n: random_inputs([n], torch.float32, seed=n), [17],
                      torch.float32, "copy")
+
+
+@triton.jit
+def _nan_tail_kernel(out_ptr, n, BLOCK: tl.constexpr):
+    """Writes 1.0 to the first half of its n elements and NaN (0 / 0) to the rest of them; leaves the tail beyond n."""
+    offs = tl.arange(0, BLOCK)
+    zero = tl.zeros((BLOCK,), dtype=tl.float32)
+    value = tl.where(offs < n // 2, zero + 1.0, zero / zero)
+    tl.store(out_ptr + offs, value, mask=offs < n)
+
+
+def test_a_stored_nan_is_told_apart_from_an_element_never_written():
+    from infopt.kernels.testing import written_mask
+    from infopt.kernels.trace import run_traced
+
+    out = poison_(torch.empty(8))
+    log = run_traced(_nan_tail_kernel, (1,), out, 6, BLOCK=8)
+    mask = written_mask(log, "out_ptr", out)
+    assert mask.tolist() == [True] * 6 + [False] * 2
+    with pytest.raises(GradingError, match=r"stored NaN into 3 of 8 elements"):
+        check_against_reference("out", out, torch.ones(8, dtype=torch.float64), torch.float32, written=mask)
+    out[3:6] = 1.0
+    with pytest.raises(GradingError, match=r"2 of 8 elements were never written"):
+        check_against_reference("out", out, torch.ones(8, dtype=torch.float64), torch.float32, written=mask)

@@ -293,3 +293,24 @@ def test_non_cpu_tensors_are_refused():
     with pytest.raises(ValueError, match="needs CPU tensors.*`x_ptr` is on meta"):
         run_traced(add_kernel, (1,), torch.empty(4, device="meta"), torch.ones(4), torch.empty(4), 4, BLOCK=4)
     assert _builder_patched() == []
+
+
+@triton.jit
+def _sum_masked_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr, OTHER: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    if OTHER:
+        x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+    else:
+        x = tl.load(x_ptr + offs, mask=offs < n)
+    tl.store(out_ptr + tl.arange(0, 1), tl.sum(x, axis=0) + tl.zeros((1,), dtype=tl.float32))
+
+
+def test_a_masked_load_without_other_gives_nan_in_its_masked_off_lanes():
+    """On a GPU a masked-off lane without `other` holds whatever the register held: the traced run makes it NaN (the
+    bare interpreter's 0 would hide a missing `other=0.0`); with `other` the lanes hold it."""
+    x = torch.arange(10, dtype=torch.float32)
+    for other, want in ((True, 45.0), (False, None)):
+        out = torch.zeros(1)
+        run_traced(_sum_masked_kernel, (1,), x, out, 10, BLOCK=16, OTHER=other)
+        assert (out.item() == want) if want is not None else bool(torch.isnan(out).all()), (other, out)
+    assert _builder_patched() == []

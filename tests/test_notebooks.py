@@ -7,7 +7,7 @@ text reaches course/; (e) course/ is not stale; (f) every exercise has visible a
 (g) no exercise's test reads state another exercise's cells made; (h) the fast path that grades the wrong answers
 scores exactly as nbgrader does; (i) every wrong answer fails under each grading seed (one fixed seed in `make test`,
 20 in `make proof`); (j) the unit's rule table covers its exercises' text, and each rule's wrong answer is caught
-by that rule's check. All of them share one fast-path run and one nbgrader process per unit; the checks themselves
+by that rule's check; (k) a solution that ignores any one argument is rejected. All of them share one fast-path run and one nbgrader process per unit; the checks themselves
 live in tests/notebooks/harness.py, and `make proof` runs this same file with the proof's parameters.
 """
 from __future__ import annotations
@@ -123,6 +123,14 @@ def test_rule_table_covers_the_text_and_each_rule_is_caught_by_its_check(name):
     breaks only it (tests/notebooks/rules.py)."""
     unit = get_unit(name)
     _ok(name, harness.rule_problems(unit, harness.grade_unit(unit)))
+
+
+@pytest.mark.parametrize("name", _unit_params())
+def test_every_argument_matters_to_the_hidden_tests(name):
+    """(k) A solution that ignores any one argument, or one field of a config argument, loses its points under every
+    grading seed (tests/notebooks/sensitivity.py), unless rules.toml says why that argument cannot matter."""
+    unit = get_unit(name)
+    _ok(name, harness.sensitivity_problems(unit, harness.grade_unit(unit)))
 
 
 @pytest.mark.parametrize("name,student", _wrong_params())

@@ -131,7 +131,7 @@ def pe_schedule(i: int, j: int, m: int, n: int, k: int, R: int) -> list[tuple[in
 from infopt.grading import call_student, case, forbidding, grading_rng
 
 # While your function runs, the simulator and its recorded trace raise: work the schedule out from the skew.
-_pe_schedule = forbidding(pe_schedule, "infopt.accel.array:run_tile", "infopt.accel.pe_trace:trace_tile",
+_pe_schedule = forbidding(pe_schedule, "infopt.accel.array:*", "infopt.accel.pe_trace:*",
                           "infopt.accel.pe_trace:ArrayTrace.pe_schedule", exercise="the PE schedule")
 
 
@@ -559,6 +559,9 @@ _program_case("M = N = K = 1", 1, 1, 1, _ri(1, 5), _ri(1, 5))
 _program_case("a one-row array (every k-chunk is one row of B)", _ri(1, 12), _ri(1, 12), _ri(3, 9), 1, _ri(1, 5))
 _R, _C = _ri(2, 5), _ri(2, 5)
 _program_case("more rows of A than the array has", 4 * _R + _ri(1, 5), _ri(1, _C), _ri(1, _R), _R, _C)
+_R, _C = _ri(2, 5), _ri(2, 5)
+_program_case("K within one chunk (K <= R), several column blocks: A is loaded again in each", _ri(1, 12),
+              2 * _C + _ri(1, _C), _ri(1, _R), _R, _C)
 for _trial in range(4):
     _program_case(f"random shape #{_trial}", _ri(1, 29), _ri(1, 29), _ri(1, 29), _ri(1, 6), _ri(1, 6))
 ### END HIDDEN TESTS
@@ -635,7 +638,7 @@ _predict_cycles = forbidding(
     predict_cycles, "infopt.accel.cycles:matmul_cycles", "infopt.accel.cycles:tile_cycles",
     "infopt.accel.cycles:dma_cycles", "infopt.accel.cycles:program_cycles", "infopt.accel.cycles:command_cycles",
     "infopt.accel.driver:compile_matmul", "infopt.accel.driver:matmul", "infopt.accel.simulator:Accelerator.run",
-    "infopt.accel.array:run_tile", exercise="the cycle prediction")
+    "infopt.accel.array:*", "infopt.accel.pe_trace:*", exercise="the cycle prediction")
 
 
 def _check_cycles(M: int, N: int, K: int, cfg: AccelConfig, seed: int) -> None:
@@ -692,6 +695,11 @@ _isolating_cases(_R, _C, _ri(1, _R - 1), _ri(1, _C - 1), _ri(1, 9), _ri(1, 30), 
 _R, _C, _K, _TM = _ri(2, 6), _ri(2, 6), _ri(5, 20), _ri(2, 5)
 _cycles_case("weight-stationary row blocks limited by the in SRAM (TM < M, a smaller last block)", 3 * _TM + _ri(1, _TM - 1),
              _ri(1, 3 * _C), _K, AccelConfig(_R, _C, "ws", "int8", in_sram_bytes=_K * _TM, dma_setup_cycles=_ri(0, 9)))
+_R, _C, _K = _ri(2, 6), _ri(2, 6), _ri(5, 20)
+_TM = _R + _ri(1, 3)                       # the out SRAM holds TM x C results (>= one R x C tile), the in SRAM all of A
+_cycles_case("weight-stationary row blocks limited by the out SRAM (TM < M, a smaller last block)",
+             2 * _TM + _ri(1, _TM - 1), _ri(1, 3 * _C), _K,
+             AccelConfig(_R, _C, "ws", "int8", out_sram_bytes=4 * _C * _TM, dma_setup_cycles=_ri(0, 9)))
 _R, _C, _TK = _ri(2, 6), _ri(2, 6), _ri(2, 4)
 _cycles_case("output-stationary k-chunks limited by the wt SRAM (TK < K, a smaller last chunk)", _ri(1, 3 * _R),
              _ri(1, 3 * _C), 2 * _TK + _ri(1, _TK - 1),

@@ -37,6 +37,7 @@ from tests.notebooks.forkpoints import ForkPoints, control_variant
 from tests.notebooks.independence import independence_problems
 from tests.notebooks.manifest import Manifest, load_manifest
 from tests.notebooks.rules import caught_problems, load_rules, table_problems
+from tests.notebooks.sensitivity import NOT_APPLICABLE, frozen_variants
 
 # One cell may run CELL_TIMEOUT_S. Each notebook gets a wall budget inside the one nbgrader process of
 # BUDGET_FACTOR x its manifest's `notebook_s` (the margin absorbs a loaded CI box).
@@ -307,6 +308,7 @@ def _grade_unit(unit: Unit) -> Graded:
     variants = [Variant(student, ex, path.read_text(), seeds=SEEDS) for student, (ex, path) in wrong.items()]
     variants += [Variant(release_variant(ex), ex, code, seeds=(TEST_SEED,))
                  for ex, code in release_stubs(release_nb).items()]
+    variants += [Variant(f.id, f.exercise, f.code, seeds=SEEDS) for f in frozen_variants(source_nb)]
     chosen = list(wrong) if unit.full_grading else unit.nbgrader_choice()
     graded.packs = pack_submissions([(s, wrong[s][0]) for s in chosen], exercise_order(source_nb),
                                     set(chosen) if unit.full_grading else set())
@@ -528,6 +530,35 @@ def rule_problems(unit: Unit, graded: Graded | None = None) -> list[str]:
             if o is not None:
                 messages[student.removeprefix("wrong_")] = (o.score, o.message)
         out += caught_problems(table, messages)
+    return out
+
+
+def sensitivity_problems(unit: Unit, graded: Graded) -> list[str]:
+    """Every argument-freezing variant (tests/notebooks/sensitivity.py) loses its points under every grading seed,
+    unless the rule table's [[insensitive]] says why that argument cannot matter; and no such row is stale."""
+    source_nb = release.build_source_notebook(unit.name, unit.solutions)
+    table = load_rules(unit.solutions / unit.name)
+    excused = {(row.exercise, row.argument): row for row in (table.insensitive if table else ())}
+    out = []
+    frozen = frozen_variants(source_nb)
+    for f in frozen:
+        outcomes = {seed: fast_outcome(graded, f.id, seed) for seed in SEEDS}
+        row = excused.pop((f.exercise, f.argument), None)
+        if any(o is not None and NOT_APPLICABLE in o.message for o in outcomes.values()):
+            if row is not None:
+                out.append(f"rules.toml: [[insensitive]] {f.exercise}: {f.argument!r} is not needed: the argument "
+                           "cannot be copied, so it is never frozen; remove the row")
+            continue
+        passed = sorted(seed for seed, o in outcomes.items() if o is None or o.score != 0 or o.status == "harness")
+        if passed and row is None:
+            out.append(f"{f.exercise}: a solution that ignores `{f.argument}` (frozen to its default, or to the "
+                       f"first call's value) earns points under grading seeds {passed[:8]}: vary it in the hidden "
+                       "tests, or add an [[insensitive]] row to rules.toml saying why it cannot matter")
+        elif row is not None and not passed:
+            out.append(f"rules.toml: [[insensitive]] {f.exercise}: {f.argument!r} is stale: the hidden tests reject "
+                       "a solution that ignores it; remove the row")
+    out += [f"rules.toml: [[insensitive]] {ex}: {arg!r} names no argument of the exercise (the frozen ones: "
+            f"{sorted(f.argument for f in frozen if f.exercise == ex)})" for ex, arg in excused]
     return out
 
 

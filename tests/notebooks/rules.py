@@ -12,6 +12,11 @@ enforces it, and the stored wrong answers that break only that rule.
     says = "Folding in topological order matters"
     why = "explains the method; the rule itself is the row 'a whole constant subgraph collapses'"
 
+    [[insensitive]]                            # an argument whose frozen value cannot change the answer
+    exercise = "fold"                          # (tests/notebooks/sensitivity.py freezes every other one)
+    argument = "graph"                         # a parameter, or "parameter.field"
+    why = "..."
+
 What the notebook tests check (`rule_problems`):
 - every sentence of an exercise's statement that says "must", "raises", "keeps", "without", "never", "only",
   "exactly", "at least", "at most" or "do not" contains the `says` of one of its rows (rule or not_a_rule), and
@@ -29,6 +34,7 @@ from pathlib import Path
 REQUIREMENT = re.compile(r"\b(must|raises?|keeps?|without|never|only|exactly|at least|at most|do not|don't)\b", re.I)
 _RULE_KEYS = {"exercise", "says", "check", "wrong"}
 _NOT_RULE_KEYS = {"exercise", "says", "why"}
+_INSENSITIVE_KEYS = {"exercise", "argument", "why"}
 
 
 @dataclass(frozen=True)
@@ -47,10 +53,18 @@ class NotARule:
 
 
 @dataclass(frozen=True)
+class Insensitive:
+    exercise: str
+    argument: str
+    why: str
+
+
+@dataclass(frozen=True)
 class RuleTable:
     rules: tuple[Rule, ...]
     not_rules: tuple[NotARule, ...]
     path: Path
+    insensitive: tuple[Insensitive, ...] = ()
 
 
 def normalize(text: str) -> str:
@@ -68,9 +82,9 @@ def load_rules(unit_dir: Path) -> RuleTable | None:
         data = tomllib.loads(path.read_text())
     except tomllib.TOMLDecodeError as err:
         raise ValueError(f"{path}: not valid TOML ({err})") from None
-    unknown = set(data) - {"rule", "not_a_rule"}
+    unknown = set(data) - {"rule", "not_a_rule", "insensitive"}
     if unknown:
-        raise ValueError(f"{path}: unknown tables {sorted(unknown)}; use [[rule]] and [[not_a_rule]]")
+        raise ValueError(f"{path}: unknown tables {sorted(unknown)}; use [[rule]], [[not_a_rule]] and [[insensitive]]")
     rules, not_rules = [], []
     for i, row in enumerate(data.get("rule", [])):
         if set(row) != _RULE_KEYS:
@@ -83,7 +97,13 @@ def load_rules(unit_dir: Path) -> RuleTable | None:
         if set(row) != _NOT_RULE_KEYS:
             raise ValueError(f"{path}: [[not_a_rule]] #{i + 1} must have exactly the keys {sorted(_NOT_RULE_KEYS)}")
         not_rules.append(NotARule(row["exercise"], row["says"], row["why"]))
-    return RuleTable(tuple(rules), tuple(not_rules), path)
+    insensitive = []
+    for i, row in enumerate(data.get("insensitive", [])):
+        if set(row) != _INSENSITIVE_KEYS or not str(row.get("why", "")).strip():
+            raise ValueError(f"{path}: [[insensitive]] #{i + 1} must have exactly the keys "
+                             f"{sorted(_INSENSITIVE_KEYS)}, with a reason in `why`")
+        insensitive.append(Insensitive(row["exercise"], row["argument"], row["why"]))
+    return RuleTable(tuple(rules), tuple(not_rules), path, tuple(insensitive))
 
 
 def exercise_texts(source_nb) -> dict[str, str]:

@@ -5,8 +5,9 @@ plain words when the function changed its input or raised on a valid one.
     with case("random DAG #3", show=lambda: graph_text):
         out = call_student(fold_constants, g, name="fold_constants", fingerprint=lambda g: g.to_text())
 
-A GradingError raised inside `case` comes out as "hidden test 'random DAG #3' failed (grading seed 1234) ...",
-followed by the input (when `show` is given and its text is short) and the original message.
+A GradingError raised inside `case` comes out as "hidden test 'random DAG #3' failed (grading seed 1234)", then the
+original message (the reason comes first, so no cap on what is shown can push it out), then the input when `show`
+is given (cut at SHOW_CAP characters).
 """
 from __future__ import annotations
 
@@ -62,7 +63,7 @@ def case(label: str, show: Any = None, hidden: bool = True) -> Iterator[None]:
                 text = f"<could not print the input: {type(exc).__name__}: {exc}>"
             shown = "\n  input:\n    " + (text if len(text) <= SHOW_CAP else text[:SHOW_CAP] + " …").replace(
                 "\n", "\n    ")
-        raise type(err)(f"{head}{shown}\n  {err}") from None
+        raise type(err)(f"{head}\n  {err}{shown}") from None
 
 
 def _fingerprint(value: Any) -> bytes:

@@ -32,7 +32,7 @@ import weakref
 from typing import Any
 
 from . import wire
-from .forbid import replace_everywhere, resolve_target, tripwire
+from .forbid import ANY_PROGRAM, expand_targets, replace_everywhere, resolve_target, tripwire
 
 _PROC_MEMORY = re.compile(r"^/proc/[^/]+/(mem|maps|smaps|map_files|pagemap)(/|$)")
 _REFUSED_EVENTS = {
@@ -54,7 +54,9 @@ def isolate(guards: list[dict]) -> list[str]:
     (none should be). A target outside the library (torch's conv2d) is replaced, not removed: its package keeps it."""
     refs: list[tuple[str, Any]] = []
     for guard in guards:
-        for target in guard.get("targets") or []:
+        for target in expand_targets(guard.get("targets") or []):
+            if target == ANY_PROGRAM:
+                continue   # the room refuses every program anyway (lock_down)
             owner, attr, original = resolve_target(str(target))
             if type(original).__name__ == "Tripwire":
                 continue   # already removed by an earlier guard

@@ -4,7 +4,9 @@ a prediction must not run) raises a message that says what the exercise asks for
     solve = forbidding(eliminate_dead_code, "infopt.passes.dce:DeadCodeElimination", exercise="DCE")
     out = solve(graph)          # raises ForbiddenCall if eliminate_dead_code used DeadCodeElimination
 
-A target is "module:attribute" (e.g. "infopt.accel.executor:Accelerator.run" for a method). While the guard is
+A target is "module:attribute" (e.g. "infopt.accel.executor:Accelerator.run" for a method), "module:*" for every
+function that module defines, its private helpers included (they compute the same answer), or ANY_PROGRAM: no
+program may start while the guard is on, whatever route the code takes (checked on the audit events). While the guard is
 on, every reference to the target's object that the student's code could reach is replaced by a tripwire: the
 attribute itself, every infopt module that re-exports the same object (infopt.passes and infopt.passes.dce both
 hold DeadCodeElimination), and every global of the student's function (and of the
@@ -16,6 +18,7 @@ from __future__ import annotations
 import functools
 import importlib
 import sys
+import types
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
@@ -25,6 +28,28 @@ from .errors import GradingError, HarnessError
 
 class ForbiddenCall(GradingError):
     """The student's code called something the exercise asks them to write (or not to run) themselves."""
+
+
+# A target that names no object: while the guard is on, no program may start, by any route (subprocess, os.system,
+# os.exec*, os.posix_spawn, pty): "without running mlir-opt" enforced where every route ends, the audit events.
+ANY_PROGRAM = "any program"
+_PROGRAM_EVENTS = ("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "pty.spawn")
+_program_guards: list[str] = []     # the messages of the open guards that forbid programs (innermost last)
+_program_hook_installed = False
+
+
+def _refuse_programs(event: str, args: tuple) -> None:
+    if _program_guards and event in _PROGRAM_EVENTS:
+        raise ForbiddenCall(_program_guards[-1] + f" ({event})")
+
+
+def _forbid_programs(message: str) -> None:
+    """Open a no-programs guard (the audit hook is installed once per process and cannot be removed)."""
+    global _program_hook_installed
+    if not _program_hook_installed:
+        sys.addaudithook(_refuse_programs)
+        _program_hook_installed = True
+    _program_guards.append(message)
 
 
 def resolve_target(target: str) -> tuple[Any, str, Any]:
@@ -42,6 +67,27 @@ def resolve_target(target: str) -> tuple[Any, str, Any]:
     if not hasattr(owner, attr):
         raise HarnessError(f"forbidden target {target!r}: {owner!r} has no attribute {attr!r}")
     return owner, attr, getattr(owner, attr)
+
+
+def expand_targets(targets: tuple[str, ...] | list[str]) -> tuple[str, ...]:
+    """The targets with every "module:*" replaced by "module:name" for each function that module defines (private
+    ones included: the internals of a forbidden function compute the same answer)."""
+    out: list[str] = []
+    for target in targets:
+        module_name, sep, path = str(target).partition(":")
+        if path != "*" or str(target) == ANY_PROGRAM:
+            out.append(str(target))
+            continue
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as err:
+            raise HarnessError(f"forbidden target {target!r}: cannot import {module_name} ({err})") from None
+        names = [n for n, v in vars(module).items()
+                 if isinstance(v, types.FunctionType) and v.__module__ == module_name]
+        if not names:
+            raise HarnessError(f"forbidden target {target!r}: {module_name} defines no function")
+        out += [f"{module_name}:{n}" for n in sorted(names) if f"{module_name}:{n}" not in out]
+    return tuple(out)
 
 
 def tripwire(target: str, original: Any, exercise: str, why: str) -> Any:
@@ -87,10 +133,55 @@ def replace_everywhere(owner: Any, attr: str, original: Any, wire: Any, namespac
             if value is original:
                 patches.append((ns, key, original))
                 ns[key] = wire
+        for fn in _functions_of(ns):
+            patches += _replace_in_defaults(fn, original, wire)
     for cell in closures:
         if cell.cell_contents is original:
             patches.append((cell, "cell_contents", original))
             cell.cell_contents = wire
+    return patches
+
+
+def _sweep_wires(wires: dict[int, Any]) -> None:
+    """Put the originals back wherever an infopt module still holds one of this guard's tripwires: a module the
+    student's code imported while the guard was on bound them at its import."""
+    if not wires:
+        return
+    for name, module in list(sys.modules.items()):
+        md = getattr(module, "__dict__", None)
+        if md is None or not (name == "infopt" or name.startswith("infopt.")):
+            continue
+        for key, value in list(md.items()):
+            if id(value) in wires and type(value).__name__ == "Tripwire":
+                md[key] = wires[id(value)]
+
+
+def _functions_of(ns: dict) -> list[Any]:
+    """The functions a namespace defines: its functions and its classes' methods (whose defaults may hold a
+    forbidden object bound at definition, `def f(x, _split=split)`)."""
+    found = []
+    for value in list(ns.values()):
+        if isinstance(value, types.FunctionType):
+            found.append(value)
+        elif isinstance(value, type) and value.__module__ == ns.get("__name__"):
+            for member in vars(value).values():
+                member = getattr(member, "__func__", member)      # staticmethod, classmethod
+                if isinstance(member, types.FunctionType):
+                    found.append(member)
+    return found
+
+
+def _replace_in_defaults(fn: Any, original: Any, wire: Any) -> list[tuple[Any, str, Any]]:
+    """Put `wire` for `original` in `fn`'s default values; the patches that undo it."""
+    patches: list[tuple[Any, str, Any]] = []
+    defaults = fn.__defaults__ or ()
+    if any(d is original for d in defaults):
+        patches.append((fn, "__defaults__", defaults))
+        fn.__defaults__ = tuple(wire if d is original else d for d in defaults)
+    kw = fn.__kwdefaults__ or {}
+    if any(v is original for v in kw.values()):
+        patches.append((fn, "__kwdefaults__", kw))
+        fn.__kwdefaults__ = {k: wire if v is original else v for k, v in kw.items()}
     return patches
 
 
@@ -101,21 +192,33 @@ def forbid(*targets: str, exercise: str, why: str = "", namespaces: tuple[dict, 
     cells `closures`) raises ForbiddenCall."""
     if not targets:
         raise HarnessError("forbid() needs at least one 'module:attribute' target")
+    targets = expand_targets(targets)
     patches: list[tuple[Any, str, Any]] = []   # (owner, attribute or dict key, original value)
     guards.push(targets, exercise, why)  # graded across the boundary: the kernel's calls are guarded there too
+    programs = ANY_PROGRAM in targets
+    wires: dict[int, Any] = {}   # id(tripwire) -> the original it stands for
     try:
-        for target in targets:
-            owner, attr, original = resolve_target(target)
-            patches += replace_everywhere(owner, attr, original, tripwire(target, original, exercise, why),
-                                          namespaces, closures)
+        if programs:
+            _forbid_programs(f"this exercise asks you to write {exercise} yourself, without running a program; "
+                             "your code started one" + (f" ({why})" if why else ""))
+        # import every target's module before anything is replaced: a module imported while the guard is on
+        # would bind the tripwires of the targets it imports
+        resolved = [(target, *resolve_target(target)) for target in targets if target != ANY_PROGRAM]
+        for target, owner, attr, original in resolved:
+            wire = tripwire(target, original, exercise, why)
+            wires[id(wire)] = original
+            patches += replace_everywhere(owner, attr, original, wire, namespaces, closures)
         yield
     finally:
+        if programs:
+            _program_guards.pop()
         guards.pop()
         for owner, key, original in reversed(patches):
             if isinstance(owner, dict):
                 owner[key] = original
             else:
                 setattr(owner, key, original)
+        _sweep_wires(wires)
 
 
 def _has_contents(cell: Any) -> bool:
@@ -135,6 +238,7 @@ def forbidding(fn: Callable[..., Any], *targets: str, exercise: str, why: str = 
     """`fn` wrapped so that each call runs under forbid(*targets): what a hidden test calls instead of `fn`."""
     if not callable(fn):
         raise GradingError(f"expected a function, got {type(fn).__name__}")
+    targets = expand_targets(targets)
     if getattr(fn, "__infopt_remote__", False):  # a StudentFunction: the guard goes up in the student's kernel
         return fn.forbidding(targets, exercise, why)
     namespaces = tuple(ns for ns in (getattr(fn, "__globals__", None),) if isinstance(ns, dict))

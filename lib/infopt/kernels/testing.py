@@ -18,8 +18,8 @@ from infopt.grading import GradingError, HarnessError, check_array
 from infopt.grading.format import fmt_index
 from infopt.kernels.trace import AccessLog
 
-__all__ = ["tolerance", "poison_", "random_inputs", "odd_sizes", "check_against_reference", "describe_traffic",
-           "check_traffic", "check_kernel"]
+__all__ = ["tolerance", "poison_", "random_inputs", "odd_sizes", "check_against_reference", "written_mask",
+           "describe_traffic", "check_traffic", "check_kernel"]
 
 TOLERANCES: dict[torch.dtype, tuple[float, float]] = {
     torch.float64: (1e-10, 1e-10),
@@ -116,10 +116,26 @@ def _as_tensor(value: Any, label: str) -> torch.Tensor:
     raise HarnessError(f"{label} must be a torch.Tensor or numpy array, got {type(value).__name__}")
 
 
+def written_mask(log: Any, tensor: str, view: torch.Tensor) -> torch.Tensor:
+    """True for each element of `view` (a view starting where the traced argument `tensor` starts) that the traced
+    kernel stored to: what tells an element never written from one written with NaN."""
+    offsets = torch.zeros(view.shape, dtype=torch.long)
+    for dim, (size, stride) in enumerate(zip(view.shape, view.stride())):
+        shape = [1] * view.dim()
+        shape[dim] = size
+        offsets = offsets + (torch.arange(size) * stride).view(shape)
+    stored = np.unique(np.concatenate([a.offsets for a in log.accesses if a.tensor == log.resolve(tensor)
+                                       and a.kind in ("store", "atomic")] or [np.zeros(0, dtype=np.int64)]))
+    return torch.from_numpy(np.isin(offsets.numpy(), stored))
+
+
 def check_against_reference(name: str, got: torch.Tensor, want64: torch.Tensor, dtype: torch.dtype,
-                            rtol: float | None = None, atol: float | None = None) -> None:
+                            rtol: float | None = None, atol: float | None = None,
+                            written: torch.Tensor | None = None) -> None:
     """Check a kernel's output against a float64 reference: type, shape, dtype, elements never written (poison
-    left in them, named by index), then values within `tolerance(dtype)` (or rtol/atol). Raises GradingError."""
+    left in them, named by index), then values within `tolerance(dtype)` (or rtol/atol). With `written` (a bool
+    mask, `written_mask`), a NaN the kernel stored is told apart from an element it never wrote. Raises
+    GradingError."""
     want = _as_tensor(want64, "the reference").detach().cpu()
     d_rtol, d_atol = tolerance(dtype)
     rtol = d_rtol if rtol is None else rtol
@@ -138,6 +154,12 @@ def check_against_reference(name: str, got: torch.Tensor, want64: torch.Tensor, 
     else:
         poison = torch.iinfo(got.dtype).min
         unwritten = (got_c == poison) & (want != poison)
+    if written is not None and (unwritten & written).any():
+        idx = torch.nonzero(unwritten & written).tolist()
+        listed = ", ".join(fmt_index(tuple(i)) for i in idx[:MAX_LISTED]) + (", ..." if len(idx) > MAX_LISTED else "")
+        raise GradingError(f"{name}: your kernel stored NaN into {len(idx)} of {got.numel()} elements, at {listed}, "
+                           "where the result is a number: look for exp overflowing, 0 / 0, -inf - -inf, or a load "
+                           "whose masked-off lanes have no `other`")
     if unwritten.any():
         idx = torch.nonzero(unwritten).tolist()
         listed = ", ".join(fmt_index(tuple(i)) for i in idx[:MAX_LISTED]) + (", ..." if len(idx) > MAX_LISTED else "")

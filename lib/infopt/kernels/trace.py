@@ -9,7 +9,8 @@ BEFORE it happens (`OutOfBounds`, a GradingError with a message a student can ac
 The interpreter's pointers are plain addresses, with no record of the argument they came from, so an access is
 credited to the first argument (in parameter order) that holds all of its active lanes; arguments that overlap in
 memory (the same tensor passed twice, overlapping views) share their elements that way. An access that no single
-argument holds is out of bounds; it is named after the argument holding its first in-bounds lane.
+argument holds is out of bounds; it is named after the argument holding its first in-bounds lane. A masked load
+without `other` gives NaN in its masked-off float lanes (undefined on a GPU; the bare interpreter gives 0).
 """
 from __future__ import annotations
 
@@ -294,7 +295,13 @@ class _Recorder:
 
         def create_masked_load(ptrs, mask, other, cache_modifier, eviction_policy, is_volatile):
             self.check("load", "tl.load", ptrs, mask.data, masked=True)
-            return orig_load(ptrs, mask, other, cache_modifier, eviction_policy, is_volatile)
+            out = orig_load(ptrs, mask, other, cache_modifier, eviction_policy, is_volatile)
+            data = getattr(out, "data", None)
+            if other is None and isinstance(data, np.ndarray) and data.dtype.kind == "f":
+                # a masked-off lane without `other` is undefined on a GPU (whatever the register held); the
+                # interpreter would give 0, which hides a missing `other=0.0`: make it NaN, as garbage would be
+                data[~np.broadcast_to(np.asarray(mask.data, dtype=bool), data.shape)] = np.nan
+            return out
 
         def create_masked_store(ptrs, value, mask, cache_modifier, eviction_policy):
             self.check("store", "tl.store", ptrs, mask.data, masked=True)
