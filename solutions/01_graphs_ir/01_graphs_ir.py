@@ -441,6 +441,11 @@ _g = _plain_dag(10)
 for _node in [_g.nodes[int(_i)] for _i in _rng.choice(len(_g.nodes), 3, replace=False)]:
     _node.inputs.insert(int(_rng.integers(len(_node.inputs) + 1)), "")
 _dag_case("a DAG whose nodes read the absent optional input ''", _hidden(_g))
+_g = _plain_dag(6)
+_first = _g.nodes[0].outputs[0]
+_g.nodes += [Node("Add", [_first, ""], ["opt_b"], name="reads_absent"),
+             Node("Dropout", ["opt_b"], ["opt_c", ""], name="absent_mask")]   # '' is absent, not a value: no edge
+_dag_case("a DAG where '' is both an absent input and an absent output (no value, so no dependency)", _hidden(_g))
 _g = _plain_dag(10)
 for _k in _rng.choice(np.arange(1, len(_g.nodes) - 1), 2, replace=False):
     _v = str(_rng.choice([o for m in _g.nodes[:int(_k)] for o in m.outputs]))
@@ -465,6 +470,14 @@ _g = _plain_dag(int(_rng.integers(3, 12)))
 _n = _g.nodes[int(_rng.integers(len(_g.nodes) - 1))]
 _n.inputs.append(_n.outputs[0])
 _cycle_case("a node that reads its own output", _hidden(_g))
+_g = _plain_dag(int(_rng.integers(3, 9)))
+_v = _g.nodes[int(_rng.integers(len(_g.nodes)))].outputs[0]
+_g.nodes += [Node("Relu", [_v, "unnamed_q"], ["unnamed_p"], name=""),
+             Node("Neg", ["unnamed_p"], ["unnamed_q"], name="")]
+_g = renamed(_g, _rng)                     # keeps the node order: the last two are the cycle
+for _node in _g.nodes[-2:]:
+    _node.name = ""                        # no names: only node.label tells them apart
+_cycle_case("a cycle through two nodes with empty names (name one by its node.label)", shuffled(_g, _rng))
 _g = _plain_dag(int(_rng.integers(4, 12)))
 _prev = _g.nodes[int(_rng.integers(len(_g.nodes)))].outputs[0]
 _ring = []
@@ -867,14 +880,19 @@ def conv_output_shape(x_shape, w_shape, strides=None, pads=None, dilations=None,
 from infopt.grading import call_student, case, forbidding, grading_rng
 
 # While your function runs, the library's Conv inference and torch's convolutions raise.
-_CONV_FORBIDDEN = ("infopt.ir.ops.registry:get_op", "infopt.ir.ops.nn:window_params",
+_CONV_FORBIDDEN = ("infopt.ir.ops.registry:get_op", "infopt.ir.ops.nn:window_params", "infopt.accel.lowering:conv_params",
+                   "onnx.shape_inference:infer_shapes",
                    *(f"{_m}:conv{_k}d" for _m in ("torch", "torch.nn.functional") for _k in (1, 2, 3)))
 _conv = forbidding(conv_output_shape, *_CONV_FORBIDDEN, exercise="Conv shape inference",
                    why="compute the shape from the formula")
 
 
 def _shape(xs, ws, strides=None, pads=None, dilations=None, group=1, fn=_conv):
-    return call_student(fn, tuple(xs), tuple(ws), strides, pads, dilations, group, name="conv_output_shape")
+    got = call_student(fn, tuple(xs), tuple(ws), strides, pads, dilations, group, name="conv_output_shape")
+    check_true(type(got) is tuple and all(type(v) is int for v in got),
+               f"conv_output_shape must return the output shape as a tuple of Python ints, got {got!r}"
+               + (f" (entries of type {sorted({type(v).__name__ for v in got})})" if isinstance(got, tuple) else ""))
+    return got
 
 
 def _expect_conv_error(what: str, xs, ws, strides=None, pads=None, dilations=None, group=1, fn=_conv) -> None:
@@ -999,6 +1017,11 @@ for _trial in range(20):
                                                     accept=lambda xs, ws, s, p, d: all(
                                                         sp >= 0 for sp, _ in _spans(xs, ws, s, p, d))), grp=_grp)
 
+_x, _w, _s, _p, _d = _config(2)
+_cases.append(("shapes given as numpy integers (the output is still a tuple of Python ints)",
+               f"x_shape={tuple(_x)}, w_shape={tuple(_w)} as np.int64 entries",
+               (tuple(np.array(_x, dtype=np.int64)), tuple(np.array(_w, dtype=np.int64)), _s, _p, _d, 1),
+               _torch_conv_shape(_x, _w, _s, _p, _d)))
 for _label, _shown, _args, _want in _cases[:3]:   # the expected shapes are torch's (a check of this test)
     if _torch_conv_shape(*_args) != _want:
         raise HarnessError(f"the test's Conv formula disagrees with torch on {_shown}; please report it")
@@ -1025,6 +1048,8 @@ for _label, _xs, _ws, _g in [
     ("channels that do not match W.shape[1] * group (C too small)", (1, _grp * _cpg, 9, 9), (_grp, 2 * _cpg, 3, 3), _grp),
     ("channels that do not match W.shape[1] * group (group 1)", (1, 3, 9, 9), (4, 2, 3, 3), 1),
     ("output channels M not divisible by group", (1, _grp * _cpg, 9, 9), (_grp * 2 + 1, _cpg, 3, 3), _grp),
+    ("channels that do not match W.shape[1] * group (C not divisible by group, C // group == W.shape[1])",
+     (1, _grp * _cpg + 1, 9, 9), (_grp, _cpg, 3, 3), _grp),
 ]:
     _cases.append((_label, f"x_shape={_xs}, w_shape={_ws}, group={_g}", (_xs, _ws, None, None, None, _g), None))
 _K = int(_rng.integers(2, 4))

@@ -327,9 +327,10 @@ def predict_loops(op) -> dict[str, int]:
 
 
 # %% grade_id="predict_loops_test" points=2
+from infopt.grading.forbid import ANY_PROGRAM
 from infopt.mlir.linalg_cases import KINDS, cases_module, loops_counts, random_linalg_case
 
-_PREDICT_FORBIDDEN = ("infopt.mlir.linalg_cases:loops_counts", "infopt.mlir.tools:run_tool", "subprocess:Popen",
+_PREDICT_FORBIDDEN = ("infopt.mlir.linalg_cases:loops_counts", "infopt.mlir.tools:run_tool", ANY_PROGRAM,
                       "xdsl.transforms.convert_linalg_to_loops:ConvertLinalgToLoopsPass")
 
 
@@ -362,6 +363,35 @@ print("predict_loops: visible tests passed")
 _rng = grading_rng(1)
 _cases = [random_linalg_case(_rng, kind, f"case{i}", unit_dim=bool(i % 2)) for i, kind in enumerate(KINDS * 2)]
 _check_predictions(_cases, hidden=True)
+# In every grading, generics the random ones may not draw: a first input that covers fewer loops than the op has
+# (a broadcast), an elementwise payload that reads its output, a reduction that never reads it, and a payload that
+# repeats an op.
+_GENERIC = ('func.func @{name}(%a: memref<{a}xf32>, %b: memref<3x5xf32>, %c: memref<{c}xf32>) {{\n'
+            '  linalg.generic {{indexing_maps = [affine_map<(d0, d1) -> ({amap})>, affine_map<(d0, d1) -> (d0, d1)>, '
+            'affine_map<(d0, d1) -> ({cmap})>], iterator_types = [{iters}]}} ins(%a, %b : memref<{a}xf32>, '
+            'memref<3x5xf32>) outs(%c : memref<{c}xf32>) {{\n'
+            '  ^bb0(%{name}_x: f32, %{name}_y: f32, %{name}_o: f32):\n{body}'
+            '  }}\n  return\n}}\n')
+_check_predictions([
+    _GENERIC.format(name="broadcast_first_input", a="5", amap="d1", c="3x5", cmap="d0, d1",
+                    iters='"parallel", "parallel"',
+                    body="    %s = arith.mulf %broadcast_first_input_x, %broadcast_first_input_y : f32\n"
+                         "    linalg.yield %s : f32\n"),
+    _GENERIC.format(name="parallel_reads_out", a="3x5", amap="d0, d1", c="3x5", cmap="d0, d1",
+                    iters='"parallel", "parallel"',
+                    body="    %s = arith.addf %parallel_reads_out_x, %parallel_reads_out_o : f32\n"
+                         "    linalg.yield %s : f32\n"),
+    _GENERIC.format(name="reduction_ignores_out", a="3x5", amap="d0, d1", c="3", cmap="d0",
+                    iters='"parallel", "reduction"',
+                    body="    %s = arith.subf %reduction_ignores_out_x, %reduction_ignores_out_y : f32\n"
+                         "    linalg.yield %s : f32\n"),
+    _GENERIC.format(name="repeated_payload_op", a="3x5", amap="d0, d1", c="3x5", cmap="d0, d1",
+                    iters='"parallel", "parallel"',
+                    body="    %s = arith.addf %repeated_payload_op_x, %repeated_payload_op_y : f32\n"
+                         "    %t = arith.addf %s, %repeated_payload_op_x : f32\n"
+                         "    %u = arith.addf %t, %s : f32\n"
+                         "    linalg.yield %u : f32\n"),
+], hidden=True)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -479,10 +509,11 @@ def inplace_decisions(func) -> list[bool]:
 
 
 # %% grade_id="inplace_decisions_test" points=3
+from infopt.grading.forbid import ANY_PROGRAM
 from infopt.mlir.bufferize import is_writable_argument, random_program
 
 _BUF_FORBIDDEN = ("infopt.mlir.bufferize:reference_decisions", "infopt.mlir.bufferize:mlir_decisions",
-                  "infopt.mlir.bufferize:reads", "subprocess:Popen")
+                  "infopt.mlir.bufferize:reads", ANY_PROGRAM)
 
 
 def _check_decisions(text: str, label: str, seed: int, hidden: bool, want_new: int | None = None) -> None:
@@ -765,6 +796,8 @@ _structured = [
     ([(_component("neg"), _component("pos"), _component("zero"))], (1, 2, 0)),            # perm vs its inverse:
     ([(_component("neg"), _component("pos"), _component("zero"))], (2, 0, 1)),            # the inverse order gives
     ([(_component("pos"), _component("neg"), _component("zero"))], (2, 0, 1)),            # the other answer here
+    ([(_component("zero_or_pos"), _component("neg"))], (0, 1)),                           # a zero lb is not positive:
+    ([(_component("zero"), _component("neg"), _component("zero_or_pos"))], (0, 2, 1)),    # scan on past (0, hi)
 ]
 for _k, (_deps, _perm) in enumerate(_structured):
     _check_interchange(_deps, _perm, f"hidden structured case #{_k}", True)
@@ -907,6 +940,10 @@ _check_pattern("def main() { var a = [[1, 2], [3, 4]]; var t = transpose(a); var
                "hidden: chains and an inner transpose with other users", True)
 _check_pattern("def main() { var a = [[1, 2, 3]]; var b = [[1, 1, 1]]; print(transpose(a + b)); "
                "print(transpose(a) * transpose(b)); }", "hidden: transposes of other ops stay", True)
+_check_pattern("def main() { var a = [[1, 2, 3]]; var c = transpose(transpose(a)); print(c); print(c + a); "
+               "print(c * c); }", "hidden: a pair whose result has several uses (every use reads x)", True)
+_check_pattern("def main() { var v = [[5]]; print(transpose(v)); print(transpose(transpose(v))); }",
+               "hidden: a 1x1 constant (a single transpose of it stays)", True)
 for _trial in range(4):
     _check_pattern(random_toy_source(_rng, statements=int(_rng.integers(4, 9))), f"hidden random program #{_trial}",
                    True)
@@ -1055,11 +1092,19 @@ def _make(sizes=(4, 4, 4), tile=(8, 4, 4), dataflow="ws", dtype=i8):
     check_true(not issubclass(NpuMatmul, _LibraryMatmul),
                "NpuMatmul subclasses the library's npu.MatmulOp: write the definition yourself")
     vals = [s if not isinstance(s, int) else _index(s) for s in sizes]
+    given = [_index(0), _index(64), _index(128), *vals, _flag()]     # seven distinct SSA values
     try:
-        return NpuMatmul(_index(0), _index(0), _index(0), *vals, _flag(), tile, dataflow, dtype)
+        op = NpuMatmul(*given, tile, dataflow, dtype)
     except Exception as err:  # noqa: BLE001
         check_true(False, f"NpuMatmul(a, b, c, m, n, k, acc, tile={tile}, dataflow={dataflow!r}, dtype={dtype}) "
                           f"raised {type(err).__name__}: {err}")
+    names = ("a_addr", "b_addr", "c_addr", "m", "n", "k", "acc")
+    wrong = [name for name, value in zip(names, given) if getattr(op, name, None) is not value]
+    check_true(not wrong and len(op.operands) == 7 and all(o is v for o, v in zip(op.operands, given)),
+               f"the constructor's first seven arguments are the operands a_addr, b_addr, c_addr, m, n, k, acc, in "
+               f"that order; NpuMatmul(a, b, c, m, n, k, acc, ...) has {len(op.operands)} operands"
+               + (f", and op.{wrong[0]} is not the value passed as {wrong[0]}" if wrong else ""))
+    return op
 
 
 def _verify(op):
@@ -1092,6 +1137,26 @@ def _check_bad(label: str, word: str, hidden: bool, **kw) -> None:
         check_true(False, f"your verifier did not raise VerifyException for an ill-formed npu.matmul ({kw})")
 
 
+def _check_operand_types(hidden: bool) -> None:
+    """One operand of the wrong type at a time (the table's operand_def types): verify must reject the op."""
+    for label, pos, want in (("an i32 acc operand", 6, "i1"), ("an i32 a_addr operand", 0, "index"),
+                             ("an i32 c_addr operand", 2, "index"), ("an i32 k operand", 5, "index")):
+        with case(f"{'hidden: ' if hidden else ''}{label}", show=label, hidden=hidden):
+            vals = [_index(0), _index(64), _index(128), _index(4), _index(4), _index(4), _flag()]
+            vals[pos] = _arith.ConstantOp(_IntegerAttr(3, 32)).result
+            try:
+                op = NpuMatmul(*vals, (8, 4, 4), "ws", i8)
+            except Exception:  # noqa: BLE001 (refusing the wrong type when building is as good)
+                continue
+            try:
+                _verify(op)
+            except VerifyException:
+                continue
+            check_true(False, f"an npu.matmul built with {label} verified: the table declares that operand "
+                       f"operand_def({'i1' if want == 'i1' else 'IndexType'}), so xDSL's verifier must reject an "
+                       f"i32 value there")
+
+
 def _check_generic_form(hidden: bool) -> None:
     with case("parsing the generic form", hidden=hidden):
         text = ('func.func @f(%i: index, %t: i1) {\n  "npu.matmul"(%i, %i, %i, %i, %i, %i, %t) <{tile = '
@@ -1114,6 +1179,7 @@ _check_ok("computed sizes, as the loops make them", False, sizes=(_computed(), _
 _check_generic_form(False)
 print("NpuMatmul: visible tests passed")
 ### BEGIN HIDDEN TESTS
+_check_operand_types(True)
 _rng = grading_rng(5)
 _T = tuple(int(v) for v in np.cumsum(_rng.integers(1, 4, 3)) + 1)   # TM < TN < TK: an (M, K, N) mix-up shows
 _check_ok("hidden: computed sizes", True, sizes=(_computed(), _computed(), _computed()), tile=(9, 9, 9))
@@ -1249,7 +1315,10 @@ def emit_npu_schedule(nb: NpuBuilder, A, B, C, config: AccelConfig) -> None:
 
 
 # %% grade_id="npu_schedule_test" points=4
+from collections import Counter
+
 from infopt.accel import AccelError
+from infopt.accel.driver import compile_matmul
 from infopt.mlir.npu.commands import analytic_cycles
 
 
@@ -1270,6 +1339,20 @@ def _check_schedule(M: int, N: int, K: int, cfg: AccelConfig, seed: int, label: 
         call_student(lower, module, name="LowerMatmulToNpu with your emit_npu_schedule", fingerprint=lambda m: 0)
         left = [op.name for op in module.walk() if op.name.startswith("linalg.")]
         check_true(not left, f"the lowered function still holds {left}")
+        counts = Counter(op.name for op in module.walk())
+        static = {name: counts.get(name, 0) for name in ("scf.for", "npu.dma_load", "npu.matmul", "npu.dma_store")}
+        check_true(static == {"scf.for": 4, "npu.dma_load": 2, "npu.matmul": 1, "npu.dma_store": 1},
+                   f"the schedule is a loop nest built with nb.loop, its offsets, edge sizes and addresses computed "
+                   f"in the IR: 4 scf.for loops around 2 npu.dma_load, 1 npu.matmul and 1 npu.dma_store ops; your "
+                   f"lowered function holds {static} ({what})")
+        want_tile = tuple(tile_sizes(M, N, K, cfg))
+        for op in module.walk():
+            if op.name == "npu.matmul":
+                props = (tuple(op.tile.get_values()), op.dataflow.data, op.dtype)
+                check_true(props == (want_tile, cfg.dataflow, operand_type(cfg)),
+                           f"npu.matmul carries tile (TM, TN, TK) = {want_tile}, dataflow {cfg.dataflow!r} and dtype "
+                           f"{operand_type(cfg)} (operand_type(config)); yours has tile {props[0]}, dataflow "
+                           f"{props[1]!r}, dtype {props[2]} ({what})")
         try:
             C, stats, program = run_on_npu(module, A, B, cfg)
         except AccelError as err:
@@ -1283,6 +1366,12 @@ def _check_schedule(M: int, N: int, K: int, cfg: AccelConfig, seed: int, label: 
                        f"({what})")
         check_equal(stats.cycles, analytic_cycles(M, N, K, cfg),
                     name=f"simulated cycles vs unit 07's matmul_cycles ({what}; {len(program)} commands)")
+        driver = list(compile_matmul(M, N, K, cfg))
+        diff = next((i for i, (g, w) in enumerate(zip(program, driver)) if g != w), min(len(program), len(driver)))
+        check_true(list(program) == driver, f"your command stream differs from unit 07's driver at command {diff}: "
+                   f"{program[diff] if diff < len(program) else 'nothing'} where the driver has "
+                   f"{driver[diff] if diff < len(driver) else 'nothing'} (the schedule above: A to 'in' at byte "
+                   f"mt * k0 * isz, B to 'wt' at byte 0, ...) ({what})")
 
 
 _check_schedule(10, 5, 6, AccelConfig(4, 4, "ws", "int8", in_sram_bytes=96), 0, "the example above", False)
@@ -1305,6 +1394,11 @@ for _trial in range(4):
 _M, _N, _K = (int(v) for v in _rng.integers(3, 8, 3))     # one array row: TK = 1, so k0 = 1 must accumulate
 _check_schedule(_M, _N, _K, AccelConfig(1, int(_rng.integers(2, 4)), "ws", "int8"), int(_rng.integers(1 << 30)),
                 "hidden: a one-row array", True)
+_R, _C = (int(v) for v in _rng.integers(2, 5, 2))          # the out SRAM (TM x C results) sets TM, not the in SRAM
+_TM = _R + int(_rng.integers(1, 3))
+_check_schedule(2 * _TM + 1, int(_rng.integers(2, 2 * _C + 1)), int(_rng.integers(3, 9)),
+                AccelConfig(_R, _C, "ws", "int8", out_sram_bytes=4 * _C * _TM), int(_rng.integers(1 << 30)),
+                "hidden: row blocks limited by the out SRAM", True)
 ### END HIDDEN TESTS
 
 # %% [markdown]

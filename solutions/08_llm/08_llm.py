@@ -290,7 +290,8 @@ print(f"Llama 3 8B, bf16: {llama_per_token / 2**10:.0f} KiB per token, "
 # 3. The slots after `pos + T - 1` hold stale values of an earlier sequence: never read them.
 # 4. Grouped-query attention: query head h reads KV head `h // (Hq // Hkv)` (Hugging Face's `repeat_kv`).
 # 5. The scores are `q · k / sqrt(D)`, softmax over the keys, then the weighted sum of the values.
-# 6. Return a torch tensor `[Hq, T, D]` with the dtype of `q`.
+# 6. Return a torch tensor `[Hq, T, D]` with the dtype of `q`. The caches may hold a narrower dtype than `q` (a
+#    float16 cache for float32 queries): compute in `q`'s dtype.
 # 7. Raise `ValueError` with a message that names `max_len` (its value) when `pos + T > max_len`, and raise
 #    `ValueError` when the shapes disagree: `k_new` or `v_new` not `[Hkv, T, D]` (the cache's Hkv, `q`'s T and D),
 #    `v_cache` not the shape of `k_cache`, the caches' D not `q`'s, or Hq not a multiple of Hkv.
@@ -300,7 +301,7 @@ print(f"Llama 3 8B, bf16: {llama_per_token / 2**10:.0f} KiB per token, "
 # `torch.nn.functional.scaled_dot_product_attention`, ...) are fine.
 #
 # The tests compare your output and your caches with the library's reference on random shapes, cached lengths and
-# chunk sizes (float32 to 1e-5; one case in float64).
+# chunk sizes (float32 to 1e-5, float64 to 1e-10), with scores far from 0 in one case.
 
 # %% solution=true grade_id="attend_with_cache"
 def attend_with_cache(q: torch.Tensor, k_new: torch.Tensor, v_new: torch.Tensor, k_cache: torch.Tensor,
@@ -334,28 +335,47 @@ from infopt.grading import call_student, case, forbidding, grading_rng
 from infopt.llm import kv_cache as _kv_ref
 
 # While your function runs, the library's reference and its attention raise: write the masked attention yourself.
-_attend = forbidding(attend_with_cache, "infopt.llm.kv_cache:attend_with_cache", "infopt.llm.model:grouped_attention",
+# So do the other units' attention functions that compute the same answer (unit 10's kernels and references).
+_ATTENTION_ELSEWHERE = ("infopt.kernels.attention:*", "infopt.kernels.decoding:*",
+                        "infopt.kernels.long_context:naive_attention", "infopt.kernels.long_context:chunked_attention")
+_attend = forbidding(attend_with_cache, "infopt.llm.kv_cache:*", "infopt.llm.model:grouped_attention",
+                     "infopt.llm.paged:paged_attention", *_ATTENTION_ELSEWHERE,
                      exercise="attention with a KV-cache update")
 
 
 def _attend_inputs(hq: int, hkv: int, t: int, d: int, max_len: int, pos: int, seed: int,
-                   dtype: torch.dtype = torch.float32) -> tuple:
-    """q, k_new, v_new and caches whose positions 0..pos-1 hold a prefix and whose later slots hold large stale
-    values (an earlier sequence's), so reading them changes the result."""
+                   dtype: torch.dtype = torch.float32, cache_dtype: torch.dtype | None = None,
+                   offset: float = 0.0) -> tuple:
+    """q, k_new, v_new and caches whose positions 0..pos-1 hold a prefix and whose slots from pos + T on hold NaN
+    (an earlier sequence's stale values: reading them, even masked, spoils the output). With `offset`, every
+    score is offset + a normal draw (key coordinate 0 is 1, query coordinate 0 is offset * sqrt(D)): scores far
+    from 0, where exp overflows without the max subtracted."""
     g = torch.Generator().manual_seed(seed)
+    cache_dtype = cache_dtype or dtype
     q, k_new, v_new = (torch.randn(h, t, d, generator=g, dtype=dtype) for h in (hq, hkv, hkv))
-    k_cache = 3.0 * torch.randn(hkv, max_len, d, generator=g, dtype=dtype) + 2.0
-    v_cache = 3.0 * torch.randn(hkv, max_len, d, generator=g, dtype=dtype) - 2.0
-    k_cache[:, :pos] = torch.randn(hkv, pos, d, generator=g, dtype=dtype)
-    v_cache[:, :pos] = torch.randn(hkv, pos, d, generator=g, dtype=dtype)
+    k_cache = torch.full((hkv, max_len, d), float("nan"), dtype=cache_dtype)
+    v_cache = torch.full((hkv, max_len, d), float("nan"), dtype=cache_dtype)
+    k_cache[:, :pos + t] = 3.0 * torch.randn(hkv, pos + t, d, generator=g, dtype=dtype).to(cache_dtype) + 2.0
+    v_cache[:, :pos + t] = 3.0 * torch.randn(hkv, pos + t, d, generator=g, dtype=dtype).to(cache_dtype) - 2.0
+    k_cache[:, :pos] = torch.randn(hkv, pos, d, generator=g, dtype=dtype).to(cache_dtype)
+    v_cache[:, :pos] = torch.randn(hkv, pos, d, generator=g, dtype=dtype).to(cache_dtype)
+    if offset:
+        k_cache[:, :, 0], k_new[:, :, 0] = 1.0, 1.0
+        q[:, :, 0] = offset * math.sqrt(d)
     return q, k_new, v_new, k_cache, v_cache
 
 
+def _same(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Elementwise equality where NaN equals NaN (the stale slots hold NaN)."""
+    return (a == b) | (torch.isnan(a) & torch.isnan(b))
+
+
 def _check_attend(hq: int, hkv: int, t: int, d: int, max_len: int, pos: int, seed: int, rule: str,
-                  dtype: torch.dtype = torch.float32) -> None:
+                  dtype: torch.dtype = torch.float32, cache_dtype: torch.dtype | None = None,
+                  offset: float = 0.0) -> None:
     """Your output and caches against the reference's, on copies of the same inputs; `rule` names what this case
     isolates (the message when the values differ)."""
-    q, k_new, v_new, k_cache, v_cache = _attend_inputs(hq, hkv, t, d, max_len, pos, seed, dtype)
+    q, k_new, v_new, k_cache, v_cache = _attend_inputs(hq, hkv, t, d, max_len, pos, seed, dtype, cache_dtype, offset)
     k_want, v_want = k_cache.clone(), v_cache.clone()
     want = _kv_ref.attend_with_cache(q.clone(), k_new.clone(), v_new.clone(), k_want, v_want, pos)
     what = f"attend_with_cache(q [{hq}, {t}, {d}], k_new [{hkv}, {t}, {d}], caches [{hkv}, {max_len}, {d}], pos={pos})"
@@ -374,12 +394,13 @@ def _check_attend(hq: int, hkv: int, t: int, d: int, max_len: int, pos: int, see
     check_true(got.dtype == q.dtype, f"{what}: the output has dtype {got.dtype}; return it with the dtype of q "
                f"({q.dtype})")
     for name, cache, ref in (("k_cache", k_cache, k_want), ("v_cache", v_cache, v_want)):
-        if not torch.equal(cache, ref):
-            bad = sorted({int(s) for s in torch.nonzero((cache != ref).any(dim=2))[:, 1]})
+        if cache.dtype != ref.dtype or cache.shape != ref.shape or not bool(_same(cache, ref).all()):
+            bad = sorted({int(s) for s in torch.nonzero((~_same(cache, ref)).any(dim=2))[:, 1]})
             check_true(False, f"{what}: write k_new and v_new into the caches in place at positions pos .. pos+T-1 "
                        f"= {pos} .. {pos + t - 1}, and leave every other slot as it was; {name} differs from the "
                        f"expected one at positions {bad[:8]}")
-    check_array(got.detach().numpy(), want.numpy(), rtol=1e-5, atol=1e-5, name=f"[{rule}] the output of {what}")
+    tol = 1e-10 if q.dtype == torch.float64 else 1e-5
+    check_array(got.detach().numpy(), want.numpy(), rtol=tol, atol=tol, name=f"(a case built to check: {rule}) the output of {what}")
 
 
 _RULES = {"scale": "the scores are q . k / sqrt(D), softmax over the keys, then the weighted sum of the values",
@@ -392,9 +413,10 @@ _RULES = {"scale": "the scores are q . k / sqrt(D), softmax over the keys, then 
 def _isolating_attend_cases(d: int, pos: int, t: int, seeds: list[int], hidden: bool) -> None:
     """One case per property, each passing for every answer that gets the properties before it right."""
     def run(label: str, hq: int, hkv: int, t: int, max_len: int, pos: int, seed: int, rule: str,
-            dtype: torch.dtype = torch.float32) -> None:
-        with case(label, show=lambda: f"Hq={hq} Hkv={hkv} T={t} D={d} max_len={max_len} pos={pos}", hidden=hidden):
-            _check_attend(hq, hkv, t, d, max_len, pos, seed, rule, dtype)
+            dtype: torch.dtype = torch.float32, cache_dtype: torch.dtype | None = None) -> None:
+        with case(label, show=lambda: f"Hq={hq} Hkv={hkv} T={t} D={d} max_len={max_len} pos={pos}, q {dtype}, "
+                  f"caches {cache_dtype or dtype}", hidden=hidden):
+            _check_attend(hq, hkv, t, d, max_len, pos, seed, rule, dtype, cache_dtype)
 
     run("one decode query, as many query as KV heads, a full cache", 2, 2, 1, pos + 1, pos, seeds[0], _RULES["scale"])
     run("one decode query, 2 query heads per KV head, a full cache", 4, 2, 1, pos + 1, pos, seeds[1], _RULES["gqa"])
@@ -403,6 +425,12 @@ def _isolating_attend_cases(d: int, pos: int, t: int, seeds: list[int], hidden: 
     run("a decode query with stale slots after it", 2, 2, 1, pos + 6, pos, seeds[3], _RULES["stale"])
     run("a prefill chunk with stale slots after it", 4, 2, t, pos + t + 5, pos, seeds[4], _RULES["stale"])
     run("a float64 decode query", 4, 2, 1, pos + 3, pos, seeds[5], _RULES["scale"], torch.float64)
+    with case("a float64 prefill chunk whose scores are all near 1000 (exp overflows unless the max is subtracted)",
+              show=lambda: f"Hq=4 Hkv=2 T={t} D={d} max_len={pos + t + 2} pos={pos}, every score 1000 + N(0, 1)",
+              hidden=hidden):
+        _check_attend(4, 2, t, d, pos + t + 2, pos, seeds[5] + 1, _RULES["scale"], torch.float64, offset=1000.0)
+    run("float32 queries over a float16 cache (compute in q's dtype)", 4, 2, t, pos + t + 1, pos, seeds[4] + 1,
+        "return it with the dtype of q; compute in q's dtype", torch.float32, torch.float16)
 
 
 def _check_attend_errors(hidden: bool) -> None:
@@ -424,7 +452,14 @@ def _check_attend_errors(hidden: bool) -> None:
            "caches with a larger D than q and k_new": (q[:, :, :4], k_new[:, :, :4], v_new[:, :, :4], k_cache,
                                                        v_cache),
            "caches with a smaller D than q and k_new": (q, k_new, v_new, k_cache[:, :, :4], v_cache[:, :, :4]),
-           "Hq = 3 query heads for Hkv = 2 KV heads": (q[:3], k_new, v_new, k_cache, v_cache)}
+           "Hq = 3 query heads for Hkv = 2 KV heads": (q[:3], k_new, v_new, k_cache, v_cache),
+           "k_new with one KV head fewer than the caches": (q, k_new[:1], v_new, k_cache, v_cache),
+           "v_new with one KV head fewer than the caches": (q, k_new, v_new[:1], k_cache, v_cache),
+           "k_new and v_new both with one KV head, the caches with two": (q, k_new[:1], v_new[:1], k_cache, v_cache),
+           "k_new with a smaller D than q": (q, k_new[:, :, :4], v_new, k_cache, v_cache),
+           "v_new with a smaller D than q": (q, k_new, v_new[:, :, :4], k_cache, v_cache),
+           "v_cache with a smaller D than k_cache": (q, k_new, v_new, k_cache, v_cache[:, :, :4]),
+           "v_cache with one KV head fewer than k_cache": (q, k_new, v_new, k_cache, v_cache[:1])}
     for label, args in bad.items():
         with case(label, show=lambda: ", ".join(f"{list(a.shape)}" for a in args), hidden=hidden):
             check_raises(ValueError, _attend, *args, 0, name=f"attend_with_cache with {label} (the shapes disagree)")
@@ -672,13 +707,21 @@ def _append_cases(r: np.random.Generator, hidden: bool) -> None:
     run("a partly filled last block shared with a fork", held, {table[-1]: 1}, table, inner)
     run("a partly filled last block shared with two forks", held, {table[-1]: 2, table[0]: 1}, table, inner)
     run("a partly filled exclusive last block after shared earlier blocks", held, {table[0]: 1}, table, inner)
-    for label, n in (("a table with one block too many", inner - bs),
-                     ("a table with one block too few", full + 1)):
-        with case(label, show=lambda: f"table {table}, num_tokens={n}, block_size={bs}", hidden=hidden):
-            pool = _pool(n_blocks, held, {})
-            check_raises(ValueError, _append, pool, list(table), n, bs,
-                         name=f"append_slot(table={table}, num_tokens={n}, block_size={bs}) (len(table) is not "
+    for label, tab, n in (("a table with one block too many", table, inner - bs),
+                          ("a table with one block too few", table, full + 1),
+                          ("a table with one block too many, at a block boundary", table, full - bs),
+                          ("a table with one block too few, at a block boundary", table, full + bs),
+                          ("an empty table for tokens already stored", [], int(r.integers(1, bs + 1))),
+                          ("a one-block table for a sequence with no token yet", table[-1:], 0)):
+        with case(label, show=lambda: f"table {tab}, num_tokens={n}, block_size={bs}", hidden=hidden):
+            pool = _pool(n_blocks, held, {table[-1]: 1})
+            before, saved = _refs(pool), list(tab)
+            check_raises(ValueError, _append, pool, list(tab), n, bs,
+                         name=f"append_slot(table={tab}, num_tokens={n}, block_size={bs}) (len(table) is not "
                               f"ceil(num_tokens / block_size))")
+            check_true(_refs(pool) == before, f"append_slot(table={tab}, num_tokens={n}, block_size={bs}) raised "
+                       f"ValueError, but first changed the pool: the ref counts went from {before} to {_refs(pool)} "
+                       "(check the table before you allocate or free anything)")
     with case("no free block, at a block boundary", show=lambda: f"table {table}, num_tokens={full}", hidden=hidden):
         _check_out_of_blocks(n_blocks, table, {}, full, bs)
     with case("no free block, copy-on-write of a shared last block",
@@ -713,7 +756,8 @@ print("paged cache, same tokens as the contiguous cache:", paged_run.tokens == r
 # `[num_blocks, Hkv, block_size, D]`.
 #
 # 1. Token i is in physical block `table[i // block_size]`, slot `i % block_size`; the table's blocks are in any
-#    order anywhere in the pool.
+#    order anywhere in the pool, and the table may hold spare blocks after the ones the context uses (vLLM pads
+#    its block tables): `context_len` says how many tokens there are.
 # 2. The query attends to all of tokens `0 .. context_len - 1`, its own token included.
 # 3. The slots after token `context_len - 1` in the last block are stale (an earlier owner's): never read them.
 # 4. Grouped-query attention as in exercise 1: query head h reads KV head `h // (Hq // Hkv)`.
@@ -722,7 +766,8 @@ print("paged cache, same tokens as the contiguous cache:", paged_run.tokens == r
 #
 # Do not change the inputs. Do not call `infopt.llm.paged.paged_attention`, `gather_kv`, `PagedKVCache`,
 # `infopt.llm.model.grouped_attention` or `infopt.llm.kv_cache.attend_with_cache`. The tests compare with the
-# library's reference on random pools, shuffled block tables and context lengths (float32, to 1e-5).
+# library's reference on random pools, shuffled block tables and context lengths (float32 to 1e-5; float64, with
+# scores far from 0, to 1e-10).
 
 # %% solution=true grade_id="paged_attention"
 def paged_attention(q: torch.Tensor, k_blocks: torch.Tensor, v_blocks: torch.Tensor, table: list[int],
@@ -749,22 +794,31 @@ from infopt.grading import call_student, case, forbidding, grading_rng
 from infopt.llm import paged as _paged_ref
 
 # While your function runs, the library's paged attention, its gather and the attention helpers raise.
+# So do the other units' attention functions that compute the same answer (unit 10's kernels and references).
+_PAGED_ELSEWHERE = ("infopt.kernels.attention:*", "infopt.kernels.decoding:*",
+                    "infopt.kernels.long_context:naive_attention", "infopt.kernels.long_context:chunked_attention")
 _paged = forbidding(paged_attention, "infopt.llm.paged:paged_attention", "infopt.llm.paged:gather_kv",
                     "infopt.llm.paged:PagedKVCache", "infopt.llm.model:grouped_attention",
-                    "infopt.llm.kv_cache:attend_with_cache", exercise="attention through a block table")
+                    "infopt.llm.kv_cache:attend_with_cache", *_PAGED_ELSEWHERE,
+                    exercise="attention through a block table")
 
 
 def _check_paged(hq: int, hkv: int, d: int, block_size: int, num_blocks: int, table: list[int], context_len: int,
-                 seed: int, rule: str) -> None:
-    """Your output against the reference on a pool whose unused blocks and stale slots hold large values."""
+                 seed: int, rule: str, dtype: torch.dtype = torch.float32, offset: float = 0.0) -> None:
+    """Your output against the reference on a pool whose unused blocks and stale slots hold NaN (reading them, even
+    masked, spoils the output). With `offset`, every score is offset + a normal draw (scores far from 0)."""
     g = torch.Generator().manual_seed(seed)
-    q = torch.randn(hq, d, generator=g)
-    k_blocks = 3.0 * torch.randn(num_blocks, hkv, block_size, d, generator=g) + 2.0
-    v_blocks = 3.0 * torch.randn(num_blocks, hkv, block_size, d, generator=g) - 2.0
+    q = torch.randn(hq, d, generator=g, dtype=dtype)
+    k_blocks = torch.full((num_blocks, hkv, block_size, d), float("nan"), dtype=dtype)
+    v_blocks = torch.full((num_blocks, hkv, block_size, d), float("nan"), dtype=dtype)
     for i in range(context_len):   # the sequence's own tokens: ordinary values
         b, s = table[i // block_size], i % block_size
-        k_blocks[b, :, s] = torch.randn(hkv, d, generator=g)
-        v_blocks[b, :, s] = torch.randn(hkv, d, generator=g)
+        k_blocks[b, :, s] = torch.randn(hkv, d, generator=g, dtype=dtype)
+        v_blocks[b, :, s] = torch.randn(hkv, d, generator=g, dtype=dtype)
+        if offset:
+            k_blocks[b, :, s, 0] = 1.0
+    if offset:
+        q[:, 0] = offset * math.sqrt(d)
     want = _paged_ref.paged_attention(q.clone(), k_blocks.clone(), v_blocks.clone(), list(table), context_len)
     what = (f"paged_attention(q [{hq}, {d}], blocks [{num_blocks}, {hkv}, {block_size}, {d}], table={table}, "
             f"context_len={context_len})")
@@ -777,7 +831,8 @@ def _check_paged(hq: int, hkv: int, d: int, block_size: int, num_blocks: int, ta
         check_true(not torch.allclose(got, shorter, rtol=1e-5, atol=1e-5),
                    f"{what}: your output is the attention over tokens 0 .. {context_len - 2}; the query attends to "
                    f"all of tokens 0 .. context_len - 1, its own token included")
-    check_array(got.detach().numpy(), want.numpy(), rtol=1e-5, atol=1e-5, name=f"[{rule}] the output of {what}")
+    tol = 1e-10 if dtype == torch.float64 else 1e-5
+    check_array(got.detach().numpy(), want.numpy(), rtol=tol, atol=tol, name=f"(a case built to check: {rule}) the output of {what}")
 
 
 _PAGED_RULES = {
@@ -808,6 +863,14 @@ def _isolating_paged_cases(r: np.random.Generator, hidden: bool) -> None:
     run("a shuffled table, 2 query heads per KV head", 4, 2, pool, shuffled, n * bs, "gqa")
     run("a partly filled last block (stale slots after the context)", 2, 1, pool, shuffled, part, "stale")
     run("one token (context_len = 1)", 2, 2, pool, shuffled[:1], 1, "stale")
+    spare = [b for b in range(pool) if b not in shuffled][:2]
+    run("a block table longer than the context needs (two spare blocks after the last one used)", 2, 2, pool,
+        shuffled + spare, part, "table")
+    with case("a float64 query whose scores are all near 1000 (exp overflows unless the max is subtracted)",
+              show=lambda: f"Hq=4 Hkv=2 D={d} block_size={bs} table={shuffled} context_len={part}, every score "
+              "1000 + N(0, 1)", hidden=hidden):
+        _check_paged(4, 2, d, bs, pool, shuffled, part, int(r.integers(1 << 30)), _PAGED_RULES["scale"],
+                     torch.float64, offset=1000.0)
 
 
 _isolating_paged_cases(np.random.default_rng(0), hidden=False)
@@ -1158,6 +1221,11 @@ def _step_rule_cases(ri, hidden: bool) -> None:
     # 6. the same state with a waiting sequence of 2 blocks: it fits only if the victim no longer needs a block
     check("a preempted sequence no longer needs a block", [seq(t[2], bs + ri(1, bs))],
           [seq(t[0], bs), seq(t[1], 2 * bs)], 1, bs)
+    # 6b. every running sequence needs a block and none is free: one preemption frees too little, so the loop
+    #     preempts again; the second victim has the lower seq_id, so `preempt` in the order chosen is not sorted
+    sids = sorted(next(ids) for _ in range(3))
+    check("while the blocks needed exceed the free blocks, preempt again (in the order chosen)", [],
+          [seq(t[0], bs, sids[0]), seq(t[1], 2 * bs, sids[1]), seq(t[2], bs, sids[2])], 0, bs)
     # 7. four waiting, listed latest first; blocks for two of them
     waiting = [seq(t[4], bs), seq(t[3], bs), seq(t[2], bs), seq(t[1], bs)]
     check("admit waiting sequences in arrival order (FCFS)", waiting, [seq(t[0], bs + 1)], 2, bs)
@@ -1683,7 +1751,6 @@ def kv_cache_bytes(spec: ModelSpec, context_len: int, dtype: str, batch: int = 1
 # %% grade_id="kv_cache_bytes_test" points=2
 import dataclasses
 import math
-import numbers
 
 from infopt.grading import call_student, case, check_true, forbidding
 from infopt.llm import memory as _memory
@@ -1714,8 +1781,8 @@ def _check_kv(label: str, spec, context_len: int, dtype: str, batch: int | None,
     with case(label, show=lambda: f"{call} with spec = {_show_spec(spec)}", hidden=hidden):
         want = _memory.kv_cache_bytes(*args)
         got = call_student(_kv_cache_bytes, *args, name="kv_cache_bytes")
-        check_true(isinstance(got, numbers.Real) and not isinstance(got, bool),
-                   f"{call} must return the number of bytes (a float), got {got!r} ({type(got).__name__})")
+        check_true(isinstance(got, float), f"{call} must return the number of bytes (a float), got {got!r} "
+                   f"({type(got).__name__})")
         hint = ""
         if spec.attention == "gqa" and spec.local_layers and context_len:
             window = min(context_len, spec.sliding_window)
@@ -1747,6 +1814,10 @@ def _kv_rule_cases(ri, hidden: bool) -> None:
         "model E", base="DeepSeek-V3", n_layers=layers, n_heads=ri(8, 128), n_kv_heads=ri(8, 128), head_dim=d + 64,
         kv_lora_rank=rank, qk_rope_head_dim=rope), ctx, "bf16", 1, hidden)
     window = 128 * ri(2, 8)
+    _check_kv("MLA with sliding-window fields set: windows are a GQA feature, every MLA layer keeps every token",
+              _kv_spec("model G", base="DeepSeek-V3", n_layers=layers, kv_lora_rank=rank, qk_rope_head_dim=rope,
+                       sliding_window=window, local_layers=ri(1, layers - 1)), window * ri(2, 8) + ri(1, 99),
+              "bf16", 1, hidden)
     local = ri(1, layers - 1)
     swa = _kv_spec("model F", n_layers=layers, n_heads=g * kv, n_kv_heads=kv, head_dim=d, sliding_window=window,
                    local_layers=local)

@@ -1,0 +1,42 @@
+def predict_loops(op) -> dict[str, int]:
+    """{op name: count} that --convert-linalg-to-loops writes for the linalg op `op`."""
+    name = op.name
+    counts: dict[str, int] = {}
+
+    def add(key, n=1):
+        counts[key] = counts.get(key, 0) + n
+
+    if name == "linalg.generic":
+        add("scf.for", len(op.iterator_types))
+        n_in = len(op.inputs)
+        args = op.body.block.args
+        reduces = any("reduction" in str(it) for it in op.iterator_types)
+        add("memref.load", sum(1 for a in args[:n_in] if a.uses) + (1 if reduces else 0))
+        for inner in op.body.block.ops:
+            if inner.name != "linalg.yield":
+                add(inner.name)
+    elif name == "linalg.matmul":
+        add("scf.for", 3)
+        add("memref.load", 3)
+        add("arith.mulf")
+        add("arith.addf")
+    elif name == "linalg.fill":
+        add("scf.for", len(op.outputs[0].type.get_shape()))
+    elif name == "linalg.transpose":
+        add("scf.for", len(op.outputs[0].type.get_shape()))
+        add("memref.load", 1)
+    elif name == "linalg.conv_2d_nchw_fchw":
+        add("scf.for", 7)
+        add("memref.load", 3)
+        add("affine.apply", 2)
+        add("arith.mulf")
+        add("arith.addf")
+    elif name == "linalg.pooling_nchw_max":
+        add("scf.for", 6)
+        add("memref.load", 2)
+        add("affine.apply", 2)
+        add("arith.maximumf")
+    else:
+        raise ValueError(f"unsupported op {name}")
+    add("memref.store", 1)
+    return counts
