@@ -200,8 +200,12 @@ def build_dot(module: ir.Module) -> ir.Function:
 
 
 # %% grade_id="dot_test" points=3
+import re as _re_dot
+
 from infopt.codegen.built_ir import build_into_module, instructions, run_float_function
 from infopt.grading import call_student, case
+
+_re_globals = _re_dot.compile(r"^(@[-\w.$\"]+)\s*=", _re_dot.M)   # a global variable's definition in IR text
 
 
 def _dot_from(builder_fn):
@@ -226,6 +230,9 @@ def _dot_from(builder_fn):
                          "running sum is a float, rounded after every addition as C's `float acc` would be")
     check_true(not any(op == "alloca" for op, _kind in insts),
                "keep the loop counter and the running sum in phi nodes: your IR contains `alloca` (a stack slot)")
+    globals_ = _re_globals.findall(text)
+    check_true(not globals_, f"keep the loop counter and the running sum in phi nodes: no global variable; your module "
+                             f"defines {', '.join(sorted(set(globals_)))}")
     phis = sorted({kind for op, kind in insts if op == "phi"})
     check_true("float" in phis and "i64" in phis,
                f"keep the loop counter and the running sum in phi nodes: an i64 phi for the counter and a float phi "
@@ -284,16 +291,22 @@ for _trial, _n in enumerate([1, 2, 3, 7, int(_rng.integers(8, 64)) | 1, int(_rng
 _big = np.float32(_rng.uniform(1.1e8, 9e8))
 _m = int(_rng.integers(1, 4))
 _s = np.float32(2.0 ** int(_rng.integers(-3, 4)))   # a power of two: every product a[i]*b[i] stays exact
-for _label, _vals, _rule in (("a float running sum", [_big] + [1.0] * _m + [-_big], "accumulate in float"),
-                             ("added in index order", [_big, -_big] + [1.0] * _m, "add in index order")):
-    _x = _fenced(np.concatenate([np.array(_vals, np.float32) * _s, _tail()]))
-    _y = _fenced(np.concatenate([np.full(len(_vals), 1 / _s, np.float32), _tail()]))
-    _n = len(_vals)
+_e = np.float32(1.0 + 2.0 ** -12)   # (1 + 2^-12)^2 rounded to float loses 2^-24, which an FMA would keep
+_scaled = lambda vals: (np.array(vals, np.float32) * _s, np.full(len(vals), 1 / _s, np.float32))
+_cases_exact = [("a float running sum", *_scaled([_big] + [1.0] * _m + [-_big]), "accumulate in float"),
+                ("added in index order", *_scaled([_big, -_big] + [1.0] * _m), "add in index order"),
+                ("each product rounded to float before it is added (no fused multiply-add)",
+                 np.array([-1.0, _e], np.float32), np.array([1.0, _e], np.float32),
+                 "a[i]*b[i] is a float product, rounded, then added")]
+for _label, _va, _vb, _rule in _cases_exact:
+    _x = _fenced(np.concatenate([_va, _tail()]))
+    _y = _fenced(np.concatenate([_vb, _tail()]))
+    _n = len(_va)
     _want = float(np.add.accumulate((_x[:_n] * _y[:_n]).astype(np.float32), dtype=np.float32)[-1])
     with case(_label, show=lambda: _vectors_text(_x, _y, _n)):
         check_equal(float(_f(_x, _y, _n)), _want,
                     name=f"dot({_label}, n={_n}): {_rule}: the float sum ((a[0]*b[0] + a[1]*b[1]) + a[2]*b[2]) + ... "
-                         f"is exactly {_want:g} here")
+                         f"is exactly {_want!r} here")
 ### END HIDDEN TESTS
 print("build_dot: visible tests passed")
 
@@ -757,6 +770,25 @@ for _label, _groups, _unnamed in _cases:
     _t, _want = _module([_function("h", _groups, _rng, unnamed=_unnamed)])
     with case(_label, show=lambda: _show_ir(_t)):
         _check_macs(_label, _t, _want, _groups, _rng)
+# numbered values where one name is the start of others (%1, %10, %11, %12): names are matched whole
+_pt = _pick(_FL)
+_chain = "\n".join(f"  %{k} = fadd {_pt} %{k - 1}, %a" for k in range(3, 11))
+_t = f"""define void @prefix({_pt} %a, {_pt} %b, ptr %out) {{
+entry:
+  %0 = fadd {_pt} %a, %b
+  %1 = fmul {_pt} %a, %b
+  %2 = fadd {_pt} %0, %a
+{_chain}
+  %11 = fmul {_pt} %a, %a
+  %12 = fadd {_pt} %11, %10
+  store {_pt} %12, ptr %out
+  store {_pt} %1, ptr %out
+  ret void
+}}
+"""
+with case("numbered values, one name the start of others (%1, %10, %11, %12)", show=lambda: _show_ir(_t)):
+    _check_macs("an fmul (%1) that nothing adds, among %10, %11 and %12: a value's name is matched whole", _t,
+                _lanes_of(_pt))
 # every defined function of a module counts (declarations have no body)
 _fns = [_function(f"f{k}", [(str(_rng.choice(["pair", "fma", "shared"])), _pick(_FL + _DB), int(_rng.integers(4)))
                             for _ in range(int(_rng.integers(1, 3)))], _rng) for k in range(3)]
@@ -933,12 +965,13 @@ _student_lower = forbidding(
 def _check_lower(op: str, sa: tuple, sb: tuple, rng, what: str, inside: bool = False) -> None:
     """Lower `a op b` (shapes sa, sb) with the student's lower_binary; check buffers, loops and values vs numpy.
     With `inside`, the node sits inside a bigger graph: its inputs are a graph input and another node's output, the
-    graph lists its inputs in the other order, and the node's output feeds a later node."""
+    graph lists its inputs in the other order, the node's output feeds a later node, and its name is ONNX-style."""
     gg = Graph("t")
     if inside:
         gg.add_input("p", TensorType(sb, "f32"))
         gg.add_input("q", TensorType(sa, "f32"))
         nd = gg.add_node(op, [gg.add_node("Neg", ["q"]).outputs[0], "p"])
+        nd.name = f"/encoder/block.1/{op}_2"      # an ONNX-style node name: not an identifier
         gg.outputs = gg.add_node("Relu", nd.outputs).outputs
     else:
         gg.add_input("a", TensorType(sa, "f32"))
@@ -1080,7 +1113,8 @@ _FUSE_OPS = {"Add": 2, "Sub": 2, "Mul": 2, "Max": 2, "Min": 2, "Relu": 1, "Neg":
 _student_fuse = forbidding(
     fuse_chain, "infopt.codegen.lower_elementwise:fuse_elementwise_chain", "infopt.codegen.lower_elementwise:lower_program",
     "infopt.codegen.lower_elementwise:lower_elementwise", "infopt.codegen.lower_elementwise:lower_fused_node",
-    "infopt.codegen.graph_compile:lower_node", exercise="fuse_chain's loop nest")
+    "infopt.codegen.graph_compile:lower_node", "infopt.schedule.chains:*", "infopt.schedule.loop_primitives:fuse",
+    "infopt.schedule.placement:contract", exercise="fuse_chain's loop nest")
 
 
 def _chain(shape: tuple, n_inputs: int, steps: list, names: list | None = None) -> Graph:
@@ -1289,14 +1323,15 @@ import re as _re
 
 from infopt.codegen.llvm_jit import with_vector_width
 from infopt.grading import call_student, case, forbidding
+from infopt.grading.forbid import ANY_PROGRAM
 
 _student_predict = forbidding(
     predict_o3, "infopt.codegen.llvm_jit:optimize", "infopt.codegen.llvm_jit:jit", "infopt.codegen.llvm_jit:JitModule",
     "infopt.codegen.llvm_jit:emit_asm", "infopt.codegen.compiled:compile_kernel", "infopt.codegen.compiled:compile_tuned",
     "infopt.codegen.compiled:CompiledKernel", "llvmlite.binding:create_pass_builder",
     "llvmlite.binding:create_new_module_pass_manager", "llvmlite.binding:create_new_function_pass_manager",
-    "llvmlite.binding:PassBuilder", "llvmlite.binding:create_mcjit_compiler", "subprocess:run", "subprocess:Popen",
-    "os:system", exercise="the prediction from the kernel's structure",
+    "llvmlite.binding:PassBuilder", "llvmlite.binding:create_mcjit_compiler", ANY_PROGRAM,
+    exercise="the prediction from the kernel's structure",
     why="predict_o3 must not compile the kernel or run LLVM: read its loops, dtypes and fastmath flag")
 
 
@@ -1376,6 +1411,8 @@ _plan = (_class_plan("map", ("f32", "f64", "i32", "i64"), (False, True)) + _clas
          + _class_plan("red", ("f32", "f64"), (False,)) + _class_plan("red", ("f32", "f64"), (True,)))
 for _kind, _dtype, _fm, _op in _plan:
     _hidden_case(_kind, _dtype, _fm, _op, VECTOR_BITS)
+for _dtype in ("i32", "i64"):                                       # integer multiplies, in every grading: whether
+    _hidden_case("map", _dtype, False, "mul", VECTOR_BITS)          # -O3 vectorizes them is the host's to say
 if VECTOR_BITS > 128:                                              # asked for 128-bit vectors: the argument counts
     for _dtype in ("f32", "i64"):
         _hidden_case("map", _dtype, False, str(_rng.choice(_OPS)), 128)

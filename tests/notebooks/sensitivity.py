@@ -36,9 +36,18 @@ import dataclasses as _freezer_dataclasses
 _FREEZER_FIRST = {}
 
 
+def _freezer_copy_of(value):
+    """A deep copy; a scalar Triton hands a kernel in its interpreter (a tl.tensor over a numpy TensorHandle) is
+    copied through its handle (deepcopy recurses forever on it)."""
+    handle = getattr(value, "handle", None) if type(value).__module__.startswith("triton.") else None
+    if handle is not None and hasattr(handle, "data") and hasattr(handle.data, "copy"):
+        return type(value)(type(handle)(handle.data.copy(), handle.dtype), value.type)
+    return _freezer_copy.deepcopy(value)
+
+
 def _freezer_copied(value):
     try:
-        return _freezer_copy.deepcopy(value)
+        return _freezer_copy_of(value)
     except Exception:
         return value
 
@@ -57,7 +66,7 @@ def _frozen_argument(key, value):
         return type(value)(first)
     if key not in _FREEZER_FIRST:
         try:
-            _FREEZER_FIRST[key] = _freezer_copy.deepcopy(value)
+            _FREEZER_FIRST[key] = _freezer_copy_of(value)
         except Exception:
             raise FreezeNotApplicable(f"{NOT_APPLICABLE}: {key}") from None
     return _freezer_copied(_FREEZER_FIRST[key])
@@ -122,11 +131,30 @@ def _body_start(fn: ast.FunctionDef) -> int:
     return 1 if is_doc else 0
 
 
-def _freeze(source: str, fn_index: int, statement: str) -> str:
-    """`source` with `statement` first in the body of the fn_index-th target function."""
+class _ReadsThrough(ast.NodeTransformer):
+    """Every read of `name` becomes `_frozen_argument(key, name)`. For a Triton kernel: its interpreter turns a
+    value assigned in the kernel into a tensor, so `BLOCK = ...` would stop being a constexpr."""
+
+    def __init__(self, name: str, key: str) -> None:
+        self.name, self.key = name, key
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        if node.id != self.name or not isinstance(node.ctx, ast.Load):
+            return node
+        call = ast.Call(ast.Name("_frozen_argument", ast.Load()), [ast.Constant(self.key), node], [])
+        return ast.copy_location(call, node)
+
+
+def _freeze(source: str, fn_index: int, statement: str | None, reads: tuple[str, str] | None = None) -> str:
+    """`source` with `statement` first in the body of the fn_index-th target function (or, with `reads` = (name,
+    key), every read of that parameter in its body going through _frozen_argument)."""
     tree = ast.parse(source)
     fn = _targets(tree)[fn_index]
-    fn.body.insert(_body_start(fn), ast.parse(statement).body[0])
+    if reads is not None:
+        fn.body = [_ReadsThrough(*reads).visit(stmt) for stmt in fn.body]
+        ast.fix_missing_locations(fn)
+    else:
+        fn.body.insert(_body_start(fn), ast.parse(statement).body[0])
     return FREEZER + "\n\n" + ast.unparse(tree) + "\n"
 
 
@@ -179,9 +207,12 @@ def frozen_variants(source_nb) -> list[Frozen]:
                 if triton and name.endswith("_ptr"):
                     continue
                 key = f"{exercise}:{prefix}{name}"
-                value = (f"{name} = {ast.unparse(default)}" if default is not None
-                         else f"{name} = _frozen_argument({key!r}, {name})")
-                out.append(Frozen(exercise, prefix + name, _freeze(source, i, value)))
+                if triton:
+                    code = _freeze(source, i, None, reads=(name, key))
+                else:
+                    code = _freeze(source, i, f"{name} = {ast.unparse(default)}" if default is not None
+                                   else f"{name} = _frozen_argument({key!r}, {name})")
+                out.append(Frozen(exercise, prefix + name, code))
                 for fld in dataclass_fields(annotation, names):
                     stmt = f"{name} = _frozen_field({key + '.' + fld!r}, {name}, {fld!r})"
                     out.append(Frozen(exercise, f"{prefix}{name}.{fld}", _freeze(source, i, stmt)))
