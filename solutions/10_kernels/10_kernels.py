@@ -61,7 +61,7 @@ from plotly.subplots import make_subplots
 from infopt.grading import GradingError, case, check_true, forbid, grading_rng
 from infopt.kernels import attention, elementwise, matmul, softmax
 from infopt.kernels.backend import cdiv, next_power_of_2, tl, triton, triton_mode
-from infopt.kernels.testing import check_against_reference, describe_traffic, poison_, tolerance
+from infopt.kernels.testing import check_against_reference, describe_traffic, poison_, tolerance, written_mask
 from infopt.kernels.trace import OutOfBounds, run_traced
 
 torch.manual_seed(0)
@@ -203,7 +203,8 @@ def traffic_sentence(log, need: dict[str, int]) -> str:
 
 
 # %% grade_id="scaled_add_kernel_test" points=2
-_ADD_RULES = {"values": "stores out = alpha * x + y",
+_ADD_RULES = {"owns": "program pid owns the elements pid * BLOCK .. pid * BLOCK + BLOCK - 1",
+              "values": "stores out = alpha * x + y",
               "mask": "mask every tl.load and tl.store with offsets < n",
               "all": "every element of out below n is written",
               "inputs": "x and y are inputs: they are never written",
@@ -225,17 +226,26 @@ def _check_scaled_add(n: int, block: int, alpha: float, seed: int, rule: str) ->
         stores = log.writes(list(log.tensors)[i])
         check_true(stores == 0 and torch.equal(t, t0), f"{what}: {_ADD_RULES['inputs']}, but your kernel stored "
                    f"{stores} elements into {label}")
-    missing = torch.nonzero(torch.isnan(out)).flatten().tolist()
+    missing = log.never_written(list(log.tensors)[2]).tolist()
     check_true(not missing, f"{what}: {_ADD_RULES['all']}; {len(missing)} of {n} elements still hold the NaN the "
                f"test filled out with, at offsets {missing[:8]}{' ...' if len(missing) > 8 else ''}: does each "
                "program start at pid * BLOCK?")
-    check_against_reference(f"[{rule}] out of {what}", out, elementwise.scaled_add_reference(x, y, alpha),
-                            torch.float32)
+    check_against_reference(f"(a case built to check: {rule}) out of {what}", out, elementwise.scaled_add_reference(x, y, alpha),
+                            torch.float32, written=written_mask(log, list(log.tensors)[2], out))
     xn, yn, on = list(log.tensors)
     ok = (log.reads(xn) == n and log.reads(yn) == n and log.reads(on) == 0 and log.writes(on) == n)
     check_true(ok, f"{what}: {_ADD_RULES['once']}: your kernel loaded {log.reads(xn)} elements of x, "
                f"{log.reads(yn)} of y and {log.reads(on)} of out, and stored {log.writes(on)} to out (want {n}, {n}, "
                f"0 and {n}):\n" + traffic_sentence(log, {0: n, 1: n, 2: n}))
+    names = {xn: "x", yn: "y", on: "out"}
+    for a in log.accesses:   # how the work is organized, read from the trace: which program touched what
+        pid, lo = a.program[0], a.program[0] * block
+        check_true(a.masked, f"{what}: {_ADD_RULES['mask']}: program {pid}'s tl.{a.kind} of {names[a.tensor]} has "
+                   "no mask (every block needs one: the same code runs in the last, partial block)")
+        outside = a.offsets[(a.offsets < lo) | (a.offsets >= lo + block)]
+        check_true(outside.size == 0, f"{what}: {_ADD_RULES['owns']}: program {pid} should touch only elements "
+                   f"{lo} .. {lo + block - 1}, but its tl.{a.kind} of {names[a.tensor]} touched "
+                   f"{outside[:8].tolist()}")
 
 
 def _scaled_add_cases(sizes: dict[str, int], block: int, alphas: list[float], seeds: list[int],
@@ -351,8 +361,9 @@ def _check_softmax(n_rows: int, n_cols: int, pad: int, loc: float, scale: float,
     what = (f"softmax_kernel on {n_rows} rows of n_cols={n_cols} (x_row_stride {width}, out_row_stride "
             f"{out_width}, BLOCK={block})")
     check_true(torch.equal(x, x0), f"{what}: x is the input; your kernel changed it")
-    check_against_reference(f"[{rule}] out[:n_rows, :n_cols] of {what}", out[:n_rows, :n_cols].contiguous(),
-                            softmax.softmax_reference(x[:n_rows, :n_cols]), torch.float32)
+    check_against_reference(f"(a case built to check: {rule}) out[:n_rows, :n_cols] of {what}", out[:n_rows, :n_cols].contiguous(),
+                            softmax.softmax_reference(x[:n_rows, :n_cols]), torch.float32,
+                            written=written_mask(log, list(log.tensors)[1], out[:n_rows, :n_cols]))
     xn, on = list(log.tensors)
     need = n_rows * n_cols
     ok = (log.reads(xn) == need and log.distinct_reads(xn) == need and log.writes(on) == need
@@ -360,6 +371,11 @@ def _check_softmax(n_rows: int, n_cols: int, pad: int, loc: float, scale: float,
     check_true(ok, f"{what}: {_SM_RULES['once']}: want {need} loads of x and {need} stores to out, your kernel "
                f"made {log.reads(xn)} loads of x ({log.distinct_reads(xn)} different elements), {log.reads(on)} "
                f"loads of out and {log.writes(on)} stores to out:\n" + traffic_sentence(log, {0: need, 1: need}))
+    for a in log.accesses:   # which program touched which row, read from the trace
+        stride, label = (width, "x") if a.tensor == xn else (out_width, "out")
+        rows = sorted({int(r) for r in a.offsets // stride})
+        check_true(rows in ([], [a.program[0]]), f"{what}: program `row` {_SM_RULES['rows']} + cols, and writes "
+                   f"row `row` of out; program {a.program[0]}'s tl.{a.kind} of {label} touched rows {rows[:8]}")
 
 
 def _softmax_cases(n_rows: int, pow2: int, odd: int, pad: int, seeds: list[int], hidden: bool) -> None:
@@ -370,7 +386,9 @@ def _softmax_cases(n_rows: int, pow2: int, odd: int, pad: int, seeds: list[int],
              _SM_RULES["mask"]),
             ("rows inside wider tensors (x_row_stride, out_row_stride > n_cols, and different)", n_rows, odd, pad,
              0.0, 2.0, _SM_RULES["rows"]),
-            ("one column", 2, 1, pad, 5.0, 1.0, _SM_RULES["mask"])]
+            ("one column", 2, 1, pad, 5.0, 1.0, _SM_RULES["mask"]),
+            ("16384 columns near 79.5: exp(x) fits float32, but their sum does not", 2, 16384, 0, 79.5, 0.05,
+             _SM_RULES["max"])]
     for (label, r, c, p, loc, scale, rule), seed in zip(runs, seeds):
         with case(label, show=f"{r} rows, n_cols={c}, x_row_stride {c + p}, out_row_stride "
                   f"{c + (p + p // 2 + 3 if p else 0)}, x ~ {loc} + {scale} * N(0, 1)",
@@ -378,11 +396,11 @@ def _softmax_cases(n_rows: int, pow2: int, odd: int, pad: int, seeds: list[int],
             _check_softmax(r, c, p, loc, scale, seed, rule)
 
 
-_softmax_cases(4, 64, 37, 11, [0, 1, 2, 3, 4], hidden=False)
+_softmax_cases(4, 64, 37, 11, [0, 1, 2, 3, 4, 5], hidden=False)
 ### BEGIN HIDDEN TESTS
 _rng = grading_rng(2)
 _softmax_cases(int(_rng.integers(3, 7)), int(_rng.choice([16, 32, 128])), int(_rng.integers(17, 120)) | 1,
-               int(_rng.integers(1, 30)), [int(s) for s in _rng.integers(0, 2**30, 5)], hidden=True)
+               int(_rng.integers(1, 30)), [int(s) for s in _rng.integers(0, 2**30, 6)], hidden=True)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -553,6 +571,7 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk,
 
 # %% grade_id="matmul_kernel_test" points=3
 _MM_RULES = {"tile": "program pid computes the tile pid_m = pid // cdiv(N, BLOCK_N)",
+             "steps": "walk K in steps of BLOCK_K, adding tl.dot of an A tile and a B tile",
              "remainder": "cover the remainder when K is not a multiple of BLOCK_K",
              "mask": "mask every tail: rows >= M, columns >= N and k >= K",
              "strides": "address every element through the strides",
@@ -582,7 +601,8 @@ def _check_matmul(a: torch.Tensor, b: torch.Tensor, blocks: tuple[int, int, int]
             f"{b.stride()}, C strides {c.stride()} ({note})")
     check_true(torch.equal(a, a0) and torch.equal(b, b0), f"{what}: A and B are inputs; your kernel changed them")
     rtol, atol = tolerance(a.dtype) if a.dtype != torch.float32 else (1e-4, 1e-4)
-    check_against_reference(f"[{rule}] C of {what}", c, matmul.matmul_reference(a, b), a.dtype, rtol, atol)
+    check_against_reference(f"(a case built to check: {rule}) C of {what}", c, matmul.matmul_reference(a, b), a.dtype, rtol, atol,
+                            written=written_mask(log, list(log.tensors)[2], c))
     offset = torch.as_strided(torch.arange(M * N), (M, N), c.stride()).flatten()   # element (m, n) -> offset in C
     row_of, col_of = torch.empty(M * N, dtype=torch.long), torch.empty(M * N, dtype=torch.long)
     row_of[offset] = torch.arange(M).repeat_interleave(N)
@@ -599,6 +619,18 @@ def _check_matmul(a: torch.Tensor, b: torch.Tensor, blocks: tuple[int, int, int]
                        f"program {pid} stored C rows {int(rows.min())}..{int(rows.max())}, columns "
                        f"{int(cols.min())}..{int(cols.max())}, where its tile is (pid_m, pid_n) = ({pm}, {pn}): rows "
                        f"{pm * bm}.., columns {pn * bn}.. (cdiv(N, BLOCK_N) = {num_pid_n})")
+    an, bname = list(log.tensors)[:2]
+    for name, label, lanes in ((an, "A", bm * bk), (bname, "B", bk * bn)):
+        sizes = sorted({acc.lanes for acc in log.accesses if acc.tensor == name and acc.kind == "load"})
+        check_true(sizes == [lanes], f"{what}: {_MM_RULES['steps']}: every load of {label} is one "
+                   f"{'BLOCK_M x BLOCK_K' if label == 'A' else 'BLOCK_K x BLOCK_N'} tile of {lanes} lanes; your "
+                   f"kernel's loads of {label} have {sizes} lanes")
+    want_a, want_b = M * K * cdiv(N, bn), K * N * cdiv(M, bm)
+    check_true(log.reads(an) == want_a and log.reads(bname) == want_b,
+               f"{what}: {_MM_RULES['mask']}: a program loads only its own rows of A and columns of B (the tails "
+               f"masked off, not wrapped round or clamped), so A is read cdiv(N, BLOCK_N) = {cdiv(N, bn)} times "
+               f"({want_a} elements) and B cdiv(M, BLOCK_M) = {cdiv(M, bm)} times ({want_b}); your kernel loaded "
+               f"{log.reads(an)} and {log.reads(bname)}")
 
 
 def _matmul_cases(m1: int, n1: int, mt: int, kt: int, kl: int, ms: tuple[int, int, int], kh: int, seeds: list[int],
@@ -623,7 +655,9 @@ def _matmul_cases(m1: int, n1: int, mt: int, kt: int, kl: int, ms: tuple[int, in
             ("A, B and C transposed views, odd sizes", a_t, b_t, (16, 16, 16), "strides"),
             ("float16 inputs whose partial sums cancel", a16.half(), b16.half(), (16, 16, 32), "fp32"),
             ("BLOCK_M != BLOCK_N: tiles of 16 x 32", torch.randn(mt, kt, generator=gens[2]),
-             torch.randn(kt, sn + 20, generator=gens[3]), (16, 32, 16), "tile")]
+             torch.randn(kt, sn + 20, generator=gens[3]), (16, 32, 16), "tile"),
+            ("BLOCK_M != BLOCK_N: tiles of 32 x 16", torch.randn(mt + 20, kt, generator=gens[3]),
+             torch.randn(kt, sn, generator=gens[2]), (32, 16, 16), "tile")]
     for label, a, b, blocks, rule in runs:
         with case(label, show=lambda: f"A {list(a.shape)} strides {a.stride()}, B {list(b.shape)} strides "
                   f"{b.stride()}, blocks {blocks}", hidden=hidden):
@@ -742,19 +776,19 @@ def _compare_state(got: tuple, want: tuple, what: str, rule: str) -> None:
     wm, wl, wacc = (t.to(torch.float64) for t in want)
     nan_rows = sorted({int(i) for t in (gm, gl, gacc)
                        for i in torch.nonzero(torch.isnan(t.reshape(len(wm), -1)))[:, 0]})
-    check_true(not nan_rows, f"[{rule}] {what}: your (m, l, acc) hold NaN in rows {nan_rows[:8]}")
+    check_true(not nan_rows, f"(a case built to check: {rule}) {what}: your (m, l, acc) hold NaN in rows {nan_rows[:8]}")
     bad = torch.nonzero(~torch.isclose(gm, wm, rtol=1e-6, atol=1e-6, equal_nan=True)).flatten().tolist()
     m_rule = _OS_RULES["masked"] if bad and bool(torch.isneginf(wm[bad]).any()) else _OS_RULES["max"]
     check_true(not bad, f"[{m_rule}] {what}: m differs in rows {bad[:8]}: yours "
                f"{gm[bad[:4]].tolist()}, expected {wm[bad[:4]].tolist()}")
     bad = torch.nonzero(~torch.isclose(gl, wl, rtol=1e-5, atol=1e-5)).flatten().tolist()
-    check_true(not bad, f"[{rule}] {what}: l differs in rows {bad[:8]}: yours {gl[bad[:4]].tolist()}, expected "
+    check_true(not bad, f"(a case built to check: {rule}) {what}: l differs in rows {bad[:8]}: yours {gl[bad[:4]].tolist()}, expected "
                f"{wl[bad[:4]].tolist()}")
     bad = torch.nonzero(~torch.isclose(gacc, wacc, rtol=1e-5, atol=1e-5).all(dim=1)).flatten().tolist()
     if bad and torch.allclose(gacc, wacc / torch.where(wl == 0, 1.0, wl)[:, None], rtol=1e-5, atol=1e-5):
         check_true(False, f"[{_OS_RULES['unnormalized']}] {what}: your acc equals the expected acc / l: keep acc "
                    "unnormalized, the caller divides by l once after the last block")
-    check_true(not bad, f"[{rule}] {what}: acc differs in rows {bad[:8]}: row {bad[:1]} yours "
+    check_true(not bad, f"(a case built to check: {rule}) {what}: acc differs in rows {bad[:8]}: row {bad[:1]} yours "
                f"{gacc[bad[:1]].flatten()[:4].tolist()}, expected {wacc[bad[:1]].flatten()[:4].tolist()}")
 
 
@@ -767,6 +801,12 @@ def _fold_blocks(scores: torch.Tensor, v: torch.Tensor, cuts: list[int], what: s
         s_blk, v_blk = scores[:, lo:hi].clone(), v[lo:hi].clone()
         step = f"{what}, the block of keys {lo}..{hi - 1}"
         got = call_student(_update, *state, s_blk, v_blk, name="online_softmax_update")
+        inputs = (*state, s_blk, v_blk)
+        for name, g in zip(("m", "l", "acc"), got if isinstance(got, tuple) else ()):
+            shared = isinstance(g, torch.Tensor) and g.numel() > 0 and any(
+                g is t or g.untyped_storage().data_ptr() == t.untyped_storage().data_ptr() for t in inputs)
+            check_true(not shared, f"{step}: return new tensors: your {name} is one of the arguments (or a view of "
+                       "one), so the caller's old state changes with it")
         want = attention.online_softmax_update(*want, s_blk, v_blk)
         _compare_state(got, want, step, rule)
         state = tuple(t.detach() for t in got)
@@ -774,7 +814,7 @@ def _fold_blocks(scores: torch.Tensor, v: torch.Tensor, cuts: list[int], what: s
     live = ~torch.isneginf(s64).all(dim=1)
     full = torch.softmax(s64[live], dim=1) @ v.to(torch.float64)[None].expand(int(live.sum()), -1, -1)[0]
     out = (state[2][live].to(torch.float64) / state[1][live].to(torch.float64)[:, None])
-    check_true(bool(torch.allclose(out, full, rtol=1e-4, atol=1e-5)), f"[{rule}] {what}: after the last block, "
+    check_true(bool(torch.allclose(out, full, rtol=1e-4, atol=1e-5)), f"(a case built to check: {rule}) {what}: after the last block, "
                f"acc / l differs from softmax(scores) @ v by up to {float((out - full).abs().max()):.3g}")
 
 
@@ -797,6 +837,8 @@ def _online_cases(r: int, d: int, c: int, seeds: list[int], hidden: bool) -> Non
             ("blocks that raise the max", rising, [0, c, 2 * c, 3 * c], _OS_RULES["rescale"]),
             ("blocks of unequal widths", torch.randn(r, 2 * c + 3, generator=gens[4]) * 3, [0, 1, c, 2 * c + 3],
              _OS_RULES["rescale"]),
+            ("scores far from 0 (about 100: exp overflows float32 unless shifted by the max)",
+             100.0 + torch.randn(r, 2 * c, generator=gens[4]), [0, c, 2 * c], _OS_RULES["rescale"]),
             ("rows whose scores are all -inf so far", masked, [0, c, 2 * c, 3 * c], _OS_RULES["masked"]),
             ("blocks whose rows are partly masked to -inf", partial, [0, c, 2 * c, 3 * c], _OS_RULES["partial"])]
     for label, scores, cuts, rule in runs:
@@ -951,9 +993,14 @@ def _check_flash(bh: int, s: int, d: int, bm: int, bn: int, causal: bool, seed: 
                              "flash attention", "mask the loads and stores of rows at positions >= S",
                              grid, *args, **meta)
     what = f"flash_attention_kernel with {bh} heads, S={s}, D={d}, BLOCK_M={bm}, BLOCK_N={bn}, CAUSAL={causal}"
-    check_against_reference(f"[{rule}] o of {what}", o, attention.attention_reference(q, k, v, causal),
-                            torch.float32, 1e-4, 1e-4)
     qn, kn, vn, on = list(log.tensors)
+    check_against_reference(f"(a case built to check: {rule}) o of {what}", o, attention.attention_reference(q, k, v, causal),
+                            torch.float32, 1e-4, 1e-4, written=written_mask(log, on, o.view(bh, s, d)))
+    for acc in log.accesses:
+        if acc.kind == "load" and acc.tensor in (kn, vn):
+            check_true(acc.lanes == bn * d, f"{what}: the kernel walks over the keys in blocks of BLOCK_N: each load "
+                       f"of k and v is one BLOCK_N x D tile ({bn * d} lanes), but program {acc.program} loaded "
+                       f"{acc.lanes} lanes of {'k' if acc.tensor == kn else 'v'}")
     if causal:
         for acc in log.accesses:
             if acc.kind == "load" and acc.tensor in (kn, vn) and acc.offsets.size:
@@ -992,24 +1039,31 @@ _flash_cases(2, (16, 32, 64), 32, 16, (40, 37), [0, 1, 2, 3, 4, 5], hidden=False
 ### BEGIN HIDDEN TESTS
 _rng = grading_rng(5)
 _bn = 16
-_bm = int(_rng.choice([16, 32]))
+_bm = int(_rng.choice([32, 64]))                      # BLOCK_M > BLOCK_N in every grading: key blocks are BLOCK_N
 _flash_cases(int(_rng.integers(1, 3)), tuple(int(v) for v in _rng.permutation([16, 32, 64])), _bm, _bn,
              (int(_rng.integers(17, 3 * _bm)) | 1, int(_rng.integers(17, 3 * _bm)) | 1),
              [int(s) for s in _rng.integers(0, 2**30, 6)], hidden=True)
+with case("key blocks of 32 (BLOCK_N = 32, BLOCK_M = 64)", show="1 head, S=133, D=32, BLOCK_M=64, BLOCK_N=32",
+          hidden=True):
+    _check_flash(1, 133, 32, 64, 32, False, int(_rng.integers(0, 2**30)), _FA_RULES["rescale"])
 
 
-def _flash_values(q, k, v, o, causal: bool, bm: int, bn: int, rule: str, note: str) -> None:
-    """Launch on [BH, S, D] views q, k, v, o (each with its own strides, D contiguous) and compare o's values."""
+def _flash_values(q, k, v, o, causal: bool, bm: int, bn: int, rule: str, note: str,
+                  scale: float | None = None) -> None:
+    """Launch on [BH, S, D] views q, k, v, o (each with its own strides, D contiguous) and compare o's values (with
+    `scale`, the scores are q . k * scale: the reference sees q scaled by scale * sqrt(D))."""
     bh, s, d = q.shape
+    scale = 1.0 / math.sqrt(d) if scale is None else scale
     args = (q, k, v, o, q.stride(0), q.stride(1), k.stride(0), k.stride(1), v.stride(0), v.stride(1), o.stride(0),
-            o.stride(1), s, 1.0 / math.sqrt(d))
+            o.stride(1), s, scale)
     what = (f"flash_attention_kernel with {bh} heads, S={s}, D={d}, BLOCK_M={bm}, BLOCK_N={bn}, CAUSAL={causal}, "
             f"(head, row) strides q {q.stride()[:2]}, k {k.stride()[:2]}, v {v.stride()[:2]}, o {o.stride()[:2]} "
             f"({note})")
     run_student_kernel("flash_attention_kernel", ("infopt.kernels.attention:flash_attention_kernel",),
                        "flash attention", f"{rule} ({what})", (cdiv(s, bm), bh), *args, D=d, BLOCK_M=bm,
                        BLOCK_N=bn, CAUSAL=causal)
-    check_against_reference(f"[{rule}] o of {what}", o, attention.attention_reference(q, k, v, causal),
+    check_against_reference(f"(a case built to check: {rule}) o of {what}", o,
+                            attention.attention_reference(q * (scale * math.sqrt(d)), k, v, causal),
                             torch.float32, 1e-4, 1e-4)
 
 
@@ -1034,6 +1088,12 @@ with case("q, k, v and o of four different layouts", show=f"2 heads, S={_fs}, D=
     _v = torch.randn(2, _fs + 7, _fd, generator=_g)[:, 5:5 + _fs]                   # rows padded, offset
     _o = poison_(torch.empty(_fs, 3, _fd)).transpose(0, 1)[:2]                      # [S, BH + 1, D] permuted
     _flash_values(_q, _k, _v, _o, False, _bm, _bn, _FA_STRIDES, "each tensor its own layout")
+_scale = float(_rng.choice([0.05, 0.3, 0.7]))
+with case(f"a scale that is not 1/sqrt(D) (scale = {_scale})", show=f"1 head, S={_fs}, D={_fd}, BLOCK_M={_bm}, "
+          f"BLOCK_N={_bn}, scale={_scale}", hidden=True):
+    _q, _k, _v = (torch.randn(1, _fs, _fd, generator=_g) for _ in range(3))
+    _flash_values(_q, _k, _v, poison_(torch.empty_like(_q)), False, _bm, _bn, _FA_RULES["scale"],
+                  "the scale comes from the caller", scale=_scale)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -1504,9 +1564,17 @@ def _comp_cases(p: int, q: int, c: int, a1: int, hidden: bool) -> None:
     run("B with a nested shape", Layout(2 * p * q, c), b, _COMP_RULES["all"])
     run("B with a nested shape over a 2-mode A", Layout((2 * p * q, a1), (c, c * 2 * p * q + 3)), b,
         _COMP_RULES["all"])
+    run("B nested three levels deep (R follows B's profile at every level)", Layout(16, c),
+        Layout((((2, 2), 2), 2), (((1, 2), 4), 8)), _COMP_RULES["all"])
     for label, a_bad, b_bad, cond in (
             ("the stride divisibility condition fails", Layout((p, a1), (c, c * p + 1)), Layout(2, q), "stride"),
-            ("the shape divisibility condition fails", Layout((p, a1), (c, c * p + 1)), Layout(q, 1), "shape")):
+            ("the shape divisibility condition fails", Layout((p, a1), (c, c * p + 1)), Layout(q, 1), "shape"),
+            ("the stride divisibility condition fails at A's second mode",
+             Layout((2, 3, 4), (c, 10 * c, 100 * c)), Layout(2, 4), "stride"),
+            ("the stride divisibility condition fails at A's third mode",
+             Layout((2, 2, 3, 5), (c, 10 * c, 100 * c, 1000 * c)), Layout(2, 8), "stride"),
+            ("the shape divisibility condition fails at A's second mode",
+             Layout((2, 2, 7), (c, 100 * c, 1000 * c)), Layout(6, 1), "shape")):
         with case(label, show=lambda: f"A = {a_bad}, B = {b_bad}", hidden=hidden):
             _check_not_admissible(a_bad, b_bad, cond)
 
@@ -1681,7 +1749,7 @@ fig.show()
 # 5. The all-gather steps (the last N − 1) use op `"copy"` (the receiver overwrites its chunk).
 # 6. After the schedule every rank's buffer holds the sum of all ranks' buffers, each contribution counted once.
 # 7. For `n_ranks = 1` return `[]`: one rank already holds the sum.
-# 8. Raise `ValueError` when `n_ranks` is less than 1 or not an int.
+# 8. Raise `ValueError` when `n_ranks` is less than 1 or not an int (`True` is not a number of ranks either).
 #
 # Do not call `infopt.kernels.collectives.ring_allreduce_schedule` (nor the library's reduce-scatter and
 # all-gather schedules). The tests run your schedule with `simulate_schedule` on random buffers for N from 2 to 7,
@@ -1713,7 +1781,7 @@ from infopt.kernels import collectives as _coll
 _ring_guarded = forbidding(ring_allreduce_schedule, "infopt.kernels.collectives:ring_allreduce_schedule",
                            "infopt.kernels.collectives:ring_reduce_scatter_schedule",
                            "infopt.kernels.collectives:ring_allgather_schedule",
-                           exercise="the ring all-reduce schedule")
+                           "infopt.kernels.collectives:_ring_steps", exercise="the ring all-reduce schedule")
 
 
 def _ring_structure(n: int) -> list:
@@ -1776,7 +1844,7 @@ def _check_ring_edges(hidden: bool) -> None:
             got, said = None, f"raised ValueError({err})"
         check_true(isinstance(got, list) and got == [], f"ring_allreduce_schedule(1) {said}: for n_ranks = 1 return "
                    "[] (one rank already holds the sum)")
-    for bad in (0, -3, 2.0, "4", None):
+    for bad in (0, -3, 2.0, "4", None, True):
         with case(f"n_ranks = {bad!r}", show=repr(bad), hidden=hidden):
             check_raises(ValueError, _ring_guarded, bad, name=f"ring_allreduce_schedule({bad!r}) (n_ranks is less "
                          "than 1 or not an int)")

@@ -1,0 +1,10 @@
+@triton.jit
+def scaled_add_kernel(x_ptr, y_ptr, out_ptr, alpha, n, BLOCK: tl.constexpr):
+    """out[i] = alpha * x[i] + y[i] for i < n; program pid handles elements pid*BLOCK .. pid*BLOCK + BLOCK - 1."""
+    # walk the blocks from the end: the last program takes the first block (the tail block is handled first)
+    pid = tl.num_programs(0) - 1 - tl.program_id(0)
+    offsets = pid * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    x = tl.load(x_ptr + offsets, mask=mask)
+    y = tl.load(y_ptr + offsets, mask=mask)
+    tl.store(out_ptr + offsets, alpha * x + y, mask=mask)

@@ -1,0 +1,12 @@
+@triton.jit
+def softmax_kernel(x_ptr, out_ptr, n_rows, n_cols, x_row_stride, out_row_stride, BLOCK: tl.constexpr):
+    """Row program_id(0) of out = softmax(x), reading the row once (BLOCK >= n_cols, a power of two)."""
+    # the last rows first: program 0 takes the last row
+    row = n_rows - 1 - tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * x_row_stride + cols, mask=mask, other=-float("inf"))
+    z = x - tl.max(x, axis=0)
+    num = tl.exp(z)
+    out = num / tl.sum(num, axis=0)
+    tl.store(out_ptr + row * out_row_stride + cols, out, mask=mask)
