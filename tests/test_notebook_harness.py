@@ -223,3 +223,14 @@ def test_a_fork_point_that_dies_leaves_its_wrong_answers_ungraded_never_rejected
     # the other exercise's fork point is untouched: its wrong answer is rejected, its control gets full marks
     assert harness.wrong_answer_problems(unit, graded, "wrong_softmax__unstable") == []
     assert graded.scores["solution"] == {"add_test": (2.0, 2.0), "softmax_test": (3.0, 3.0)}
+
+
+def test_an_argument_the_hidden_tests_never_vary_and_stale_insensitive_rows_are_reported(broken):
+    """scale(x, k=2)'s hidden tests never vary k, so a scale frozen at k=2 passes; the table's [[insensitive]] rows
+    are stale (double's x matters) or name no argument."""
+    unit, graded = broken
+    text = "\n".join(harness.sensitivity_problems(unit, graded))
+    assert "scale: a solution that ignores `k`" in text, text
+    assert "scale: a solution that ignores `x`" not in text, text
+    assert "[[insensitive]] double: 'x' is stale" in text, text
+    assert "[[insensitive]] double: 'y' names no argument" in text, text

@@ -7,8 +7,9 @@ text reaches course/; (e) course/ is not stale; (f) every exercise has visible a
 (g) no exercise's test reads state another exercise's cells made; (h) the fast path that grades the wrong answers
 scores exactly as nbgrader does; (i) every wrong answer fails under each grading seed (one fixed seed in `make test`,
 20 in `make proof`); (j) the unit's rule table covers its exercises' text, and each rule's wrong answer is caught
-by that rule's check; (k) a solution that ignores any one argument is rejected. All of them share one fast-path run and one nbgrader process per unit; the checks themselves
-live in tests/notebooks/harness.py, and `make proof` runs this same file with the proof's parameters.
+by that rule's check; (k) a solution that ignores any one argument is rejected (tests/notebooks/sensitivity.py). All
+of them share one fast-path run and one nbgrader process per unit; the checks themselves live in
+tests/notebooks/harness.py, and `make proof` runs this same file with the proof's parameters.
 """
 from __future__ import annotations
 

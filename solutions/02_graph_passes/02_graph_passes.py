@@ -567,7 +567,8 @@ def _with_duplicates(g):
     """g plus what every grading builds in: a commutative duplicate with swapped inputs, a Sub with swapped inputs
     (not a duplicate), a chain of duplicates, a duplicated two-output Split, Transposes that differ in perm only, two
     whose perm is the same given as a list and as a tuple, a duplicate that defines a graph output, with duplicates
-    after it, and a graph output whose later duplicate is not one (that duplicate is merged)."""
+    after it, a graph output whose later duplicate is not one (that duplicate is merged), and every commutative float
+    op with its inputs swapped."""
     x = g.inputs[0]
     vals = [x, *(o for n in g.nodes for o in n.outputs if g.type_of(o) == g.type_of(x))]
     a, b = g.add_node("Sigmoid", [vals[int(_rng.integers(len(vals)))]]).outputs[0], x
@@ -590,8 +591,12 @@ def _with_duplicates(g):
     o1 = g.add_node("Neg", [h]).outputs[0]
     o2 = g.add_node("Neg", [h]).outputs[0]      # a duplicate that is a graph output: kept
     e1, e2 = g.add_node("Exp", [o2]).outputs[0], g.add_node("Exp", [o2]).outputs[0]   # duplicates after it
+    every = []                                   # every commutative float op, swapped, in every grading
+    for cop in ("Add", "Mul", "Max", "Min", "Sum"):
+        every.append(g.add_node("Sub", [g.add_node(cop, [a, b]).outputs[0], g.add_node(cop, [b, a]).outputs[0]])
+                     .outputs[0])
     g.outputs = [*g.outputs, o1, o2, g.add_node("Add", [e1, e2]).outputs[0], g.add_node("Relu", [t1]).outputs[0],
-                 g.add_node("Mul", [t1, t3]).outputs[0], k1, k2]
+                 g.add_node("Mul", [t1, t3]).outputs[0], k1, k2, *every]
     return g
 
 
