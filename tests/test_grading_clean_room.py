@@ -349,3 +349,16 @@ def test_a_zygote_that_died_is_started_again_and_then_given_up(tmp_path):
         assert rooms.session("topo") is None   # given up: the executor flags the test
     finally:
         rooms.close()
+
+
+def test_targets_are_imported_before_any_is_replaced():
+    """A target whose module is not imported yet and whose import calls an earlier target (infopt.accel.lowering
+    runs get_op at import): the room imports every target's module first, so the import runs the real function."""
+    out = run_python("""
+        import sys
+        from infopt.grading.clean_room import isolate
+        assert "infopt.accel.lowering" not in sys.modules
+        print(isolate([{"targets": ["infopt.ir.ops.registry:get_op", "infopt.accel.lowering:conv_params"],
+                        "exercise": "x"}]))
+    """)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr[-2000:]

@@ -53,24 +53,25 @@ def isolate(guards: list[dict]) -> list[str]:
     other reference the library holds to it; return a line for each original of the library that is still alive
     (none should be). A target outside the library (torch's conv2d) is replaced, not removed: its package keeps it."""
     refs: list[tuple[str, Any]] = []
-    for guard in guards:
-        for target in expand_targets(guard.get("targets") or []):
-            if target == ANY_PROGRAM:
-                continue   # the room refuses every program anyway (lock_down)
-            owner, attr, original = resolve_target(str(target))
-            if type(original).__name__ == "Tripwire":
-                continue   # already removed by an earlier guard
-            wire_ = tripwire(str(target), original, str(guard.get("exercise", "")), str(guard.get("why", "")))
-            replace_everywhere(owner, attr, original, wire_)
-            if not str(target).startswith("infopt."):
-                continue   # another package's function (torch's conv): replaced as in the kernel, but that
-                           # package's internals still hold it, so it cannot be removed for good
-            _replace_referrers(original, wire_)
-            try:
-                refs.append((str(target), weakref.ref(original)))
-            except TypeError:
-                refs.append((str(target), lambda original=original: original))  # cannot be checked: reported
-            del original, owner
+    every = [(guard, target) for guard in guards for target in expand_targets(guard.get("targets") or [])
+             if target != ANY_PROGRAM]   # ANY_PROGRAM: the room refuses every program anyway (lock_down)
+    for _guard, target in every:   # import every target's module before anything is replaced: a module imported
+        resolve_target(str(target))  # later would run (and bind) the tripwires of what it imports
+    for guard, target in every:
+        owner, attr, original = resolve_target(str(target))
+        if type(original).__name__ == "Tripwire":
+            continue   # already removed by an earlier guard
+        wire_ = tripwire(str(target), original, str(guard.get("exercise", "")), str(guard.get("why", "")))
+        replace_everywhere(owner, attr, original, wire_)
+        if not str(target).startswith("infopt."):
+            continue   # another package's function (torch's conv): replaced as in the kernel, but that
+                       # package's internals still hold it, so it cannot be removed for good
+        _replace_referrers(original, wire_)
+        try:
+            refs.append((str(target), weakref.ref(original)))
+        except TypeError:
+            refs.append((str(target), lambda original=original: original))  # cannot be checked: reported
+        del original, owner
     gc.collect()
     problems = []
     for target, ref in refs:
