@@ -102,6 +102,8 @@ def load_rules(unit_dir: Path) -> RuleTable | None:
         if set(row) != _INSENSITIVE_KEYS or not str(row.get("why", "")).strip():
             raise ValueError(f"{path}: [[insensitive]] #{i + 1} must have exactly the keys "
                              f"{sorted(_INSENSITIVE_KEYS)}, with a reason in `why`")
+        if any((r.exercise, r.argument) == (row["exercise"], row["argument"]) for r in insensitive):
+            raise ValueError(f"{path}: [[insensitive]] #{i + 1} repeats {row['exercise']}: {row['argument']!r}")
         insensitive.append(Insensitive(row["exercise"], row["argument"], row["why"]))
     return RuleTable(tuple(rules), tuple(not_rules), path, tuple(insensitive))
 
