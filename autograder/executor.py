@@ -419,6 +419,7 @@ def run_notebook(cells: list[dict], limits: Limits, log_path: Path, uid: int | N
                     record(CellResult(index, cell["kind"], cell.get("grade_id"), "not_run", evalue=stopped))
                     continue
                 judged = judge and exercise_of(cell.get("grade_id") or "") in judge["exercises"]
+                cap_hits = sandbox.memory_cap_hits()
                 if cell["kind"] == "test" and judged:
                     item = _run_judged_test(runner, judge, listener, evidence, cells, index, limits, deadline,
                                             scrub, seed, rooms)
@@ -438,6 +439,9 @@ def run_notebook(cells: list[dict], limits: Limits, log_path: Path, uid: int | N
                     wall = deadline - time.monotonic() <= 0
                     stopped = (f"notebook time limit ({limits.wall_s:g} s) reached in {_label(index, cell)}" if wall
                                else f"{_label(index, cell)} ran past its time limit ({limits.cell_s:g} s)")
+                    if sandbox.memory_cap_hits() > cap_hits:   # it spent its time reclaiming memory at the cap
+                        stopped += (f", out of memory: it had reached its {sandbox.limits.memory_mb} MB limit, "
+                                    "where the system spends its time reclaiming memory instead of running it")
                     item.evalue = stopped
                     events.append(stopped + "; the kernel was stopped")
                 record(item)

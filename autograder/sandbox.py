@@ -192,6 +192,21 @@ class Sandbox:
         except (OSError, ValueError, IndexError):
             return False
 
+    def memory_cap_hits(self) -> int:
+        """How many times the memory cgroup's use has reached its cap (cgroup v2 `memory.events` max, v1 failcnt);
+        0 without a memory cgroup. A cell during which this grows and that then runs out of time was thrashing at
+        the cap, not computing."""
+        group = self.memory_cgroup
+        if group is None:
+            return 0
+        try:
+            if (group / "memory.failcnt").exists():
+                return int((group / "memory.failcnt").read_text())
+            events = (group / "memory.events").read_text().split()
+            return int(events[events.index("max") + 1])
+        except (OSError, ValueError, IndexError):
+            return 0
+
     def peak_memory_mb(self) -> float | None:
         """The highest memory use of the sandbox so far (MB), when a memory cgroup measures it."""
         group = self.memory_cgroup

@@ -102,8 +102,9 @@ class Graph:
         return names
 
     def producers(self) -> dict[str, Node]:
-        """Map from value name to the node that defines it (graph inputs and constants have none)."""
-        return {o: n for n in self.nodes for o in n.outputs}
+        """Map from value name to the node that defines it (graph inputs and constants have none; the empty name is an
+        absent optional output, which no node defines)."""
+        return {o: n for n in self.nodes for o in n.outputs if o}
 
     def consumers(self) -> dict[str, list[Node]]:
         """Map from value name to the nodes that read it, in node order."""
