@@ -200,9 +200,10 @@ def frozen_variants(source_nb) -> list[Frozen]:
         if not meta.get("solution"):
             continue
         exercise, source = meta["grade_id"], solution_body(cell.source)
-        for i, fn in enumerate(_targets(ast.parse(source))):
+        targets = _targets(ast.parse(source))
+        for i, fn in enumerate(targets):
             triton = _is_triton_kernel(fn)
-            prefix = f"{fn.name}." if len(_targets(ast.parse(source))) > 1 else ""
+            prefix = f"{fn.name}." if len(targets) > 1 else ""
             for name, default, annotation in _parameters(fn):
                 if triton and name.endswith("_ptr"):
                     continue
