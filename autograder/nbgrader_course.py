@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -171,7 +172,8 @@ def empty_gradebook(folder: Path) -> Path:
     process for the schema's version whenever it creates a gradebook (about 3 s); a copy of this one skips that."""
     path = Path(folder) / "empty-gradebook.db"
     if not path.is_file():
-        part = path.with_suffix(f".{os.getpid()}.part")
+        # one part file per process and thread: two threads (or pytest workers) may make the first one at once
+        part = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.part")
         code = "import sys; from nbgrader.api import Gradebook; Gradebook('sqlite:///' + sys.argv[1]).close()"
         subprocess.run([sys.executable, "-c", code, str(part)], check=True, env=_env(Path(folder)),
                        capture_output=True, timeout=NBGRADER_STARTUP_S)

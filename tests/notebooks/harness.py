@@ -318,6 +318,7 @@ def _grade_unit(unit: Unit) -> Graded:
     for sub, pack in graded.packs.items():
         subs[sub] = nc.make_submission(release_nb, source_nb, {ex: wrong[st][1].read_text() for ex, st in pack.items()})
     workers = NBGRADER_WORKERS if len(subs) > 4 else 1
+    _empty_gradebook()  # made here, once, not by the first of several nbgrader threads at the same moment
     groups = [dict(list(subs.items())[i::workers]) for i in range(workers)]
     points = ForkPoints(Path(tempfile.mkdtemp(prefix=f"forkpoints-{unit.name}-")), source_nb, variants,
                         host="solution", cell_timeout_s=CELL_TIMEOUT_S)
