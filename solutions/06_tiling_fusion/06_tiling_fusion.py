@@ -495,19 +495,25 @@ def _full_assoc(lines: int, line: int) -> CacheLevel:
     return CacheLevel("L1", lines * line, lines, line)
 
 
-for _line in (32, 128):                                              # row scans with other line sizes
-    _cap = int(_r.integers(4, 40))
-    _check_predict(int(_r.integers(1, 2 * _cap)), _line // 4 * int(_r.integers(1, 4)), "row", _full_assoc(_cap, _line))
+def _fresh(word: str) -> str:
+    """`word` as a string built at run time, not the interned literal: `order is "row"` must not pass."""
+    return "".join(list(word))
+
+
+for _line in (32, 128):                                              # row scans with other line sizes, with more
+    _cap = int(_r.integers(4, 40))                                   # rows than lines (where they differ from a column scan)
+    _check_predict(int(_r.integers(_cap + 1, 2 * _cap + 1)), _line // 4 * int(_r.integers(2, 5)), _fresh("row"),
+                   _full_assoc(_cap, _line))
 for _line in (32, 64, 128):                                          # column scans around the capacity
     _cap = int(_r.integers(4, 40))
     _cols = _line // 4 * int(_r.integers(2, 5))                      # >= 2 lines per row: the matrix overflows
     for _rows in (int(_r.integers(_cap // 2 + 1, _cap)), _cap, _cap + 1, int(_r.integers(_cap + 2, 2 * _cap + 3))):
-        _check_predict(_rows, _cols, "col", _full_assoc(_cap, _line))
+        _check_predict(_rows, _cols, _fresh("col"), _full_assoc(_cap, _line))
 for _t in range(4):                                                   # and a few anywhere
     _line = int(_r.choice([32, 64, 128]))
     _cap = int(_r.integers(4, 40))
-    _check_predict(int(_r.integers(1, 2 * _cap + 3)), _line // 4 * int(_r.integers(1, 5)), str(_r.choice(["row", "col"])),
-                   _full_assoc(_cap, _line))
+    _check_predict(int(_r.integers(1, 2 * _cap + 3)), _line // 4 * int(_r.integers(1, 5)),
+                   _fresh(str(_r.choice(["row", "col"]))), _full_assoc(_cap, _line))
 ### END HIDDEN TESTS
 print("predict_scan_misses: visible tests passed")
 
