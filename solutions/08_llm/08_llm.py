@@ -332,14 +332,13 @@ def attend_with_cache(q: torch.Tensor, k_new: torch.Tensor, v_new: torch.Tensor,
 
 # %% grade_id="attend_with_cache_test" points=3
 from infopt.grading import call_student, case, forbidding, grading_rng
+from infopt.kernels import ATTENTION_ROUTES
 from infopt.llm import kv_cache as _kv_ref
 
 # While your function runs, the library's reference and its attention raise: write the masked attention yourself.
 # So do the other units' attention functions that compute the same answer (unit 10's kernels and references).
-_ATTENTION_ELSEWHERE = ("infopt.kernels.attention:*", "infopt.kernels.decoding:*",
-                        "infopt.kernels.long_context:naive_attention", "infopt.kernels.long_context:chunked_attention")
 _attend = forbidding(attend_with_cache, "infopt.llm.kv_cache:*", "infopt.llm.model:grouped_attention",
-                     "infopt.llm.paged:paged_attention", *_ATTENTION_ELSEWHERE,
+                     "infopt.llm.paged:paged_attention", *ATTENTION_ROUTES,
                      exercise="attention with a KV-cache update")
 
 
@@ -791,15 +790,14 @@ def paged_attention(q: torch.Tensor, k_blocks: torch.Tensor, v_blocks: torch.Ten
 
 # %% grade_id="paged_attention_test" points=3
 from infopt.grading import call_student, case, forbidding, grading_rng
+from infopt.kernels import ATTENTION_ROUTES
 from infopt.llm import paged as _paged_ref
 
 # While your function runs, the library's paged attention, its gather and the attention helpers raise.
 # So do the other units' attention functions that compute the same answer (unit 10's kernels and references).
-_PAGED_ELSEWHERE = ("infopt.kernels.attention:*", "infopt.kernels.decoding:*",
-                    "infopt.kernels.long_context:naive_attention", "infopt.kernels.long_context:chunked_attention")
 _paged = forbidding(paged_attention, "infopt.llm.paged:paged_attention", "infopt.llm.paged:gather_kv",
                     "infopt.llm.paged:PagedKVCache", "infopt.llm.model:grouped_attention",
-                    "infopt.llm.kv_cache:attend_with_cache", *_PAGED_ELSEWHERE,
+                    "infopt.llm.kv_cache:attend_with_cache", *ATTENTION_ROUTES,
                     exercise="attention through a block table")
 
 

@@ -10,3 +10,9 @@ Importing this package imports no torch, triton or jax; each submodule imports w
 - `layout`: CuTe's layout algebra; `pallas`: the same kernels in JAX Pallas;
 - `collectives`: ring all-reduce and friends over gloo; `gpu_figures`: H200 measurements as data.
 """
+
+# Every function here that computes softmax(q k^T / sqrt(d)) v, as `forbidding` targets: an exercise elsewhere in
+# the course that asks for attention (unit 08's cached and paged attention) forbids all of them, not only its own.
+ATTENTION_ROUTES: tuple[str, ...] = ("infopt.kernels.attention:*", "infopt.kernels.decoding:*",
+                                     "infopt.kernels.long_context:naive_attention",
+                                     "infopt.kernels.long_context:chunked_attention")
