@@ -49,3 +49,17 @@ def test_our_emitters_linalg_compiles_with_iree():
 
 def test_aliases_expand():
     assert expand_aliases("#c = foo<1>\nx = #c y = #cc\n#cc = bar\n").strip() == "x = foo<1> y = bar"
+
+
+def test_iree_against_onnxruntime_times_the_pair_and_names_its_ratio(cnn):
+    """The function unit 04's cell and benchmarks/mlir.py share: positive medians, and the paired ratio is IREE's
+    time over onnxruntime's (between the ratio of the medians' extremes, never its inverse)."""
+    from infopt.mlir.iree import iree_against_onnxruntime
+    from infopt.runtime.onnxruntime_session import ort_session
+
+    proto, x, module = cnn
+    got = iree_against_onnxruntime(module, ort_session(proto, level="all"), x, repeats=5)
+    assert set(got) == {"iree_s", "onnxruntime_s", "iree_time_over_ort_time"}
+    assert got["iree_s"] > 0 and got["onnxruntime_s"] > 0
+    by_medians = got["iree_s"] / got["onnxruntime_s"]
+    assert 0.2 * by_medians < got["iree_time_over_ort_time"] < 5 * by_medians

@@ -107,3 +107,63 @@ def test_ops_built_in_python_verify():
         MatmulOp(c, c, c, c, c, c, t, (4, 4, 4), "os", dtype).verify_()
     with pytest.raises(VerifyException, match="dtype"):
         MatmulOp(c, c, c, c, c, c, t, (4, 4, 4), "os", i32).verify_()
+
+
+def _schedule_with(**wrong):
+    """The library's schedule, with npu.matmul's tile / dataflow / dtype attributes replaced by `wrong`'s."""
+    from infopt.mlir.npu.lower import emit_matmul_schedule
+
+    def emit(nb, A, B, C, config):
+        real = nb.matmul
+
+        def matmul(a, b, c, m, n, k, acc, tile, dataflow, dtype):
+            tile = wrong.get("tile", lambda t: t)(tile)
+            return real(a, b, c, m, n, k, acc, tile, wrong.get("dataflow", dataflow), wrong.get("dtype", dtype))
+
+        nb.matmul = matmul
+        emit_matmul_schedule(nb, A, B, C, config)
+    return emit
+
+
+@pytest.mark.parametrize("cfg,wrong,message", [
+    (AccelConfig(4, 4, "ws", "int8"), {"dataflow": "os"}, "its dataflow attribute is 'os', but the accelerator runs 'ws'"),
+    (AccelConfig(4, 4, "os", "int8"), {"dataflow": "ws"}, "its dataflow attribute is 'ws', but the accelerator runs 'os'"),
+    (AccelConfig(4, 4, "ws", "int8"), {"dtype": Float32Type()}, "its dtype attribute is f32, but the operands are i8"),
+    (AccelConfig(4, 4, "os", "float32"), {"dtype": i8}, "its dtype attribute is i8, but the operands are f32"),
+    # (TK, TN, TM) instead of (TM, TN, TK): the tile no longer fits the 4 x 4 array's K (TM = 10 here) ...
+    (AccelConfig(4, 4, "ws", "int8"), {"tile": lambda t: (t[2], t[1], t[0])}, "tile attribute"),
+    # ... and a tile bound smaller than the sizes the loops run is caught at the op that exceeds it
+    (AccelConfig(4, 4, "ws", "int8"), {"tile": lambda t: (1, t[1], t[2])}, "m = .* is outside 1..1, its bound in the tile"),
+    (AccelConfig(4, 4, "os", "float32"), {"tile": lambda t: (t[0], t[1], 1)}, "k = .* is outside 1..1, its bound"),
+])
+def test_the_emitter_refuses_matmul_attributes_that_disagree_with_the_config_or_the_operands(cfg, wrong, message):
+    from infopt.mlir.npu.lower import LowerMatmulToNpu  # noqa: F401 (the pattern lower_to_npu applies)
+
+    M, N, K = 10, 5, 6
+    module = lower_to_npu(matmul_module(M, N, K, cfg), cfg, emit=_schedule_with(**wrong), tidy=False)
+    A, B, _ = _operands(M, N, K, cfg)
+    with pytest.raises(AccelError, match=message) as err:
+        run_on_npu(module, A, B, cfg)
+    assert "npu.matmul" in str(err.value)
+
+
+def test_the_emitter_checks_nothing_without_a_config_and_everything_with_one():
+    cfg = AccelConfig(4, 4, "ws", "int8")
+    module = lower_to_npu(matmul_module(10, 5, 6, cfg), cfg, emit=_schedule_with(dataflow="os"))
+    assert len(command_stream(module)) > 0           # the IR alone is well formed ...
+    with pytest.raises(AccelError, match="dataflow"):
+        command_stream(module, config=cfg)          # ... but not for this accelerator
+
+
+@pytest.mark.parametrize("shape,cfg", CASES)
+def test_tidying_leaves_no_minimum_that_a_constant_would_do(shape, cfg):
+    """Canonicalize removes one-iteration loops; the edge sizes they leave (min(10, 10)) are folded too."""
+    from infopt.mlir.npu.dialect import constant_index
+
+    module = lower_to_npu(matmul_module(*shape, cfg), cfg)
+    for op in module.walk():
+        if op.name == "arith.minsi":
+            assert op.lhs is not op.rhs, print_ir(module)
+            assert constant_index(op.lhs) is None or constant_index(op.rhs) is None, print_ir(module)
+    A, B, want = _operands(*shape, cfg)
+    np.testing.assert_allclose(run_on_npu(module, A, B, cfg)[0], want, rtol=1e-5, atol=1e-4)

@@ -32,6 +32,16 @@ def test_the_counts_figure_has_a_bar_per_stage_and_names_the_current_one(lowerin
     assert {t.name for t in fig.data} >= {"linalg", "affine", "vector", "llvm"}
 
 
+def test_every_stage_is_visible_and_labelled_with_its_op_count(lowering):
+    """A 6-op stage next to a 140-op one: bars are shares of the stage (percent), and the total is written above."""
+    from infopt.mlir.pipeline import dialect_counts
+
+    fig = counts_figure(lowering)
+    assert fig.layout.barnorm == "percent"
+    labels = next(t for t in fig.data if t.type == "scatter").text
+    assert list(labels) == [f"{sum(dialect_counts(r.ir).values())} ops" for r in lowering.results]
+
+
 def test_the_dropdown_drives_the_figure_and_the_ir(lowering):
     box = stage_viewer(lowering)
     pick, plot, out = box.children

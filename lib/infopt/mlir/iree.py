@@ -121,6 +121,19 @@ def compile_for_cpu(mlir: str, function: str = "main_graph", input_type: str = "
     return module
 
 
+def iree_against_onnxruntime(iree_module: IreeModule, ort: Any, x: np.ndarray, repeats: int = 21) -> dict[str, float]:
+    """IREE and onnxruntime on the same input, timed as a pair and nothing else (round-robin, after a warm-up):
+    each one's median seconds per call and the paired median of IREE's time over onnxruntime's. Unit 04's cell
+    and `benchmarks/mlir.py` both measure with this, so the shipped ratio and the live one are the same quantity."""
+    from ..runtime import interleaved, paired_ratio
+
+    name = ort.get_inputs()[0].name
+    samples = interleaved({"iree": lambda: iree_module(x), "onnxruntime": lambda: ort.run(None, {name: x})},
+                          repeats=repeats)
+    return {"iree_s": float(np.median(samples["iree"])), "onnxruntime_s": float(np.median(samples["onnxruntime"])),
+            "iree_time_over_ort_time": paired_ratio(samples, "iree", "onnxruntime")}
+
+
 _ALIAS = re.compile(r"^#([\w.$-]+) = (.*)$", re.M)
 _CONFIG = re.compile(r"lowering_config<([^>]*)>")
 _PIPELINE = re.compile(r"#iree_cpu\.pipeline<(\w+)>")

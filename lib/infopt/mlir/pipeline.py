@@ -137,7 +137,8 @@ def run_stage(stage: Stage, text: str) -> str:
         return run_tool("mlir-translate", ["--mlir-to-llvmir"], text)
     if stage.script:
         body = text.rstrip()
-        if body.startswith("module") and body.endswith("}"):   # the schedule goes inside the payload's module
+        # the schedule goes inside the payload's module (after any attribute aliases printed before it)
+        if re.match(r"(?:\s*#[^\n]*\n)*\s*module\b", body) and body.endswith("}"):
             body = body[:-1] + stage.script + "}\n"
         else:
             body = body + "\n" + stage.script

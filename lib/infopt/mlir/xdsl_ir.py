@@ -33,9 +33,30 @@ def _base_context() -> Any:
     return ctx
 
 
+def _toy() -> Any:
+    from .toy.dialect import TOY
+    return TOY
+
+
+def _npu() -> Any:
+    from .npu.dialect import NPU
+    return NPU
+
+
+# The course's own dialects, loaded when a text first uses them (so IR of Toy or npu crosses the grading boundary
+# as text and parses on the other side like any xDSL dialect).
+_COURSE_DIALECTS = {"toy": _toy, "npu": _npu}
+
+
 def context(dialects: Iterable[Any] = ()) -> Any:
-    """An xDSL Context with all of xDSL's dialects registered and `dialects` (xdsl Dialect objects) loaded."""
+    """An xDSL Context with all of xDSL's dialects and the course's (toy, npu) registered, and `dialects` (xdsl
+    Dialect objects) loaded; a given dialect replaces the course's of the same name."""
+    dialects = list(dialects)
+    given = {d.name for d in dialects}
     ctx = _base_context().clone()
+    for name, factory in _COURSE_DIALECTS.items():   # unless the caller brings its own (a student's `npu`)
+        if name not in given:
+            ctx.register_dialect(name, factory)
     for dialect in dialects:
         ctx.load_dialect(dialect)
     return ctx

@@ -39,22 +39,28 @@ def stage_html(lowering: Lowering, name: str, max_lines: int = 160) -> str:
 
 
 def counts_figure(lowering: Lowering, current: str | None = None, height: int = 320) -> Any:
-    """Stacked bars: ops per dialect after each stage (the current stage's bar outlined)."""
+    """Bars of each stage's ops, split by dialect as a share of the stage (so a 6-op stage is as visible as a
+    140-op one), the stage's total op count written above its bar, and the current stage outlined."""
     import plotly.graph_objects as go
 
     names = lowering.names
     counts = [dialect_counts(r.ir) for r in lowering.results]
+    totals = [sum(c.values()) for c in counts]
     dialects = sorted({d for c in counts for d in c}, key=lambda d: list(PALETTE).index(d) if d in PALETTE else 99)
     fig = go.Figure()
     for d in dialects:
-        fig.add_trace(go.Bar(name=d, x=names, y=[c.get(d, 0) for c in counts], marker_color=PALETTE.get(d)))
-    title = "ops per dialect after each stage"
+        fig.add_trace(go.Bar(name=d, x=names, y=[c.get(d, 0) for c in counts], marker_color=PALETTE.get(d),
+                             customdata=[[c.get(d, 0), t] for c, t in zip(counts, totals)],
+                             hovertemplate=d + ": %{customdata[0]} of %{customdata[1]} ops<extra></extra>"))
+    fig.add_trace(go.Scatter(x=names, y=[100] * len(names), mode="text", text=[f"{t} ops" for t in totals],
+                             textposition="top center", showlegend=False, hoverinfo="skip"))
+    title = "ops per dialect after each stage (share of the stage; total above)"
     if current is not None:
         k = names.index(current)
-        total = sum(counts[k].values())
-        title += f" — {current}: {total} ops"
+        title += f" — {current}: {totals[k]} ops"
         fig.add_vrect(x0=k - 0.45, x1=k + 0.45, line_width=2, line_color="black", fillcolor="rgba(0,0,0,0)")
-    fig.update_layout(barmode="stack", title=title, height=height, yaxis_title="ops (instructions for LLVM IR)",
+    fig.update_layout(barmode="stack", barnorm="percent", title=title, height=height,
+                      yaxis=dict(title="% of the stage's ops", range=[0, 112]),
                       margin=dict(l=50, r=20, t=50, b=40), legend=dict(orientation="h"))
     return fig
 

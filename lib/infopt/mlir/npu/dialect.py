@@ -21,12 +21,16 @@ BUFFERS = ("in", "wt", "out")
 DATAFLOWS = ("ws", "os")
 
 
-def element(t) -> str:
-    """'i8', 'i32' or 'f32' for the element type of a memref (else its text)."""
-    e = t.element_type
+def type_name(e) -> str:
+    """'i8', 'i32' or 'f32' for a scalar type (else its text)."""
     if isinstance(e, IntegerType):
         return f"i{e.width.data}"
     return "f32" if isinstance(e, Float32Type) else str(e)
+
+
+def element(t) -> str:
+    """'i8', 'i32' or 'f32' for the element type of a memref (else its text)."""
+    return type_name(t.element_type)
 
 
 def constant_index(v: SSAValue) -> int | None:

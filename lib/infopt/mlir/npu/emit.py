@@ -1,8 +1,13 @@
 """From npu IR to unit 07's command stream: the lowered function is run by xDSL's interpreter, where each npu op
 appends its command (with the loop indices and addresses evaluated), then the stream runs on the simulator.
 
-    program = command_stream(module, config)                 # Program of DMA loads, tile matmuls, stores
+    program = command_stream(module, config=config)          # Program of DMA loads, tile matmuls, stores
     C, stats, program = run_on_npu(module, A, B, config)     # simulated; C equals A @ B
+
+An `npu.matmul`'s attributes are part of the program, not decoration: with a config, the emitter checks each against
+the accelerator and the operands before anything runs (`dataflow` is the array's, `dtype` is the operands' element
+type, the `tile` [TM, TN, TK] fits the array under that dataflow), and each executed tile's sizes against its `tile`
+bounds, so a lowering that writes them wrong fails with a message naming the op and the attribute.
 """
 from __future__ import annotations
 
@@ -12,11 +17,31 @@ import numpy as np
 
 from ...accel import AccelConfig, AccelError
 from . import commands
-from .dialect import DmaLoadOp, DmaStoreOp, MatmulOp
+from .dialect import DmaLoadOp, DmaStoreOp, MatmulOp, element, type_name
 
 
 def _int(v: Any) -> int:
     return int(v.value.data) if hasattr(v, "value") else int(v)
+
+
+def check_matmul_attributes(fn: Any, config: AccelConfig) -> None:
+    """AccelError naming the op and the attribute when an npu.matmul of `fn` disagrees with `config` or with the
+    element type of the function's operands (the first argument is A)."""
+    from ...accel.tile import check_tile
+
+    operand = element(fn.body.block.args[0].type) if fn.body.block.args else None
+    want = {"int8": "i8", "float32": "f32"}[config.dtype]
+    for index, op in enumerate(o for o in fn.walk() if isinstance(o, MatmulOp)):
+        where = f"npu.matmul #{index} (in the order the ops are written)"
+        if op.dataflow.data != config.dataflow:
+            raise AccelError(f"{where}: its dataflow attribute is {op.dataflow.data!r}, but the accelerator runs "
+                             f"{config.dataflow!r}; write config.dataflow")
+        dtype = type_name(op.dtype)
+        if dtype != want or (operand is not None and dtype != operand):
+            raise AccelError(f"{where}: its dtype attribute is {dtype}, but the operands are {operand} and the "
+                             f"accelerator is configured for {config.dtype} ({want} operands)")
+        tm, tn, tk = (int(v) for v in op.tile.get_values())
+        check_tile(tm, tn, tk, config, f"{where}: its tile attribute [TM, TN, TK] = [{tm}, {tn}, {tk}]")
 
 
 def _interpreter_functions(program: Any, names: dict) -> list:
@@ -46,6 +71,11 @@ def _interpreter_functions(program: Any, names: dict) -> list:
         @impl(MatmulOp)
         def run_matmul(self, interpreter, op, args):
             a, b, c, m, n, k, acc = (_int(x) for x in args)
+            bounds = [int(v) for v in op.tile.get_values()]
+            for size, value, bound in (("m", m, bounds[0]), ("n", n, bounds[1]), ("k", k, bounds[2])):
+                if not 1 <= value <= bound:
+                    raise AccelError(f"npu.matmul (command {len(program)}): {size} = {value} is outside 1..{bound}, "
+                                     f"its bound in the tile attribute [TM, TN, TK] = {bounds}")
             program.append(commands.tile_matmul(a, b, c, m, n, k, bool(acc)))
             return ()
 
@@ -56,9 +86,9 @@ def _interpreter_functions(program: Any, names: dict) -> list:
     return [NpuFunctions()]
 
 
-def command_stream(module: Any, func: str = "matmul") -> Any:
+def command_stream(module: Any, func: str = "matmul", config: AccelConfig | None = None) -> Any:
     """The command stream the lowered function `func` of `module` issues (its memref arguments are the DRAM tensors
-    "A", "B", "C", ... in order)."""
+    "A", "B", "C", ... in order); with `config`, each npu.matmul's attributes are checked against it first."""
     from xdsl.interpreter import Interpreter
     from xdsl.interpreters import arith as iarith
     from xdsl.interpreters import func as ifunc
@@ -77,13 +107,15 @@ def command_stream(module: Any, func: str = "matmul") -> Any:
     leftover = [op.name for op in fn.walk() if op.name.startswith("linalg.")]
     if leftover:
         raise AccelError(f"@{func} still holds {leftover}: lower it to npu ops first (lower_to_npu)")
+    if config is not None:
+        check_matmul_attributes(fn, config)
     interp.call_op(func, tuple(tensor_names))
     return program
 
 
 def run_on_npu(module: Any, A: np.ndarray, B: np.ndarray, config: AccelConfig, func: str = "matmul"):
     """Run the lowered matmul on the simulator: (C, RunStats, Program)."""
-    program = command_stream(module, func)
+    program = command_stream(module, func, config)
     C = np.zeros((A.shape[0], B.shape[1]), dtype=config.acc_dtype)
     stats = commands.simulate(program, {"A": A, "B": B, "C": C}, config)
     return C, stats, program

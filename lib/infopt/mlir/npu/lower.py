@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from xdsl.dialects.builtin import Float32Type, IntegerType, MemRefType, i8
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import Float32Type, IntegerAttr, IntegerType, MemRefType, i8
 from xdsl.dialects.linalg.ops import MatmulOp as LinalgMatmul
 from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern, op_type_rewrite_pattern
 from xdsl.rewriter import InsertPoint
@@ -25,7 +26,7 @@ from xdsl.rewriter import InsertPoint
 from ...accel import AccelConfig, AccelError
 from .build import NpuBuilder
 from .commands import tile_sizes
-from .dialect import element
+from .dialect import constant_index, element
 
 
 def matmul_shapes(op: LinalgMatmul, config: AccelConfig) -> tuple[int, int, int]:
@@ -72,6 +73,19 @@ def emit_matmul_schedule(nb: NpuBuilder, A, B, C, config: AccelConfig) -> None:
 Emit = Callable[[NpuBuilder, Any, Any, Any, AccelConfig], None]
 
 
+class FoldIndexMin(RewritePattern):
+    """`arith.minsi %x, %x` -> `%x`, and `arith.minsi` of two constants -> a constant: the edge sizes of a loop that
+    canonicalize removed (one iteration), which xDSL's canonicalize does not fold."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: arith.MinSIOp, rewriter: PatternRewriter) -> None:
+        a, b = constant_index(op.lhs), constant_index(op.rhs)
+        if op.lhs is op.rhs:
+            rewriter.replace(op, [], [op.lhs])
+        elif a is not None and b is not None:
+            rewriter.replace(op, arith.ConstantOp(IntegerAttr(min(a, b), op.result.type)))
+
+
 class LowerMatmulToNpu(RewritePattern):
     """Replace each memref `linalg.matmul` by the npu loop nest `emit` writes (the driver's schedule by default)."""
 
@@ -89,7 +103,8 @@ class LowerMatmulToNpu(RewritePattern):
 
 def lower_to_npu(module: Any, config: AccelConfig, emit: Emit = emit_matmul_schedule, tidy: bool = True) -> Any:
     """Apply LowerMatmulToNpu to every linalg.matmul of an xDSL module (in place), then (`tidy`) canonicalize and
-    CSE away the repeated constants the builder wrote; returns the module, verified."""
+    CSE away the repeated constants the builder wrote, and fold the edge-size minimums that became constant
+    (FoldIndexMin); returns the module, verified."""
     from xdsl.transforms.canonicalize import CanonicalizePass
     from xdsl.transforms.common_subexpression_elimination import CommonSubexpressionElimination
 
@@ -100,6 +115,8 @@ def lower_to_npu(module: Any, config: AccelConfig, emit: Emit = emit_matmul_sche
     if tidy:
         ctx = context([NPU])
         CanonicalizePass().apply(ctx, module)
+        CommonSubexpressionElimination().apply(ctx, module)
+        PatternRewriteWalker(FoldIndexMin()).rewrite_module(module)
         CommonSubexpressionElimination().apply(ctx, module)
     module.verify()
     return module
