@@ -72,3 +72,31 @@ def test_bad_programs_are_refused_with_where_and_what():
         m = emit_toy("def main() { var a = [[1, 2]]; var b<2, 1> = a; print(b); }")
         infer_shapes(m)
         lower_to_affine(m)
+
+
+def test_the_constant_transpose_fold_keeps_what_is_printed_under_its_size_rule():
+    """FoldConstantTranspose folds every transpose of a constant, except of a shared one over 16 elements."""
+    from infopt.mlir.toy.patterns import FoldConstantTranspose, apply_pattern_class
+
+    big = "[" + ", ".join(f"[{i}, {i + 1}]" for i in range(9)) + "]"        # 18 elements
+    for source, left in ((f"def main() {{ var a = {big}; print(transpose(a)); print(a * a); }}", 1),
+                         (f"def main() {{ var a = {big}; print(transpose(a)); }}", 0),
+                         ("def main() { var a = [[1, 2], [3, 4]]; print(transpose(a)); print(a + a); }", 0),
+                         ("def main() { var a = [[1, 2]]; print(transpose(a + a)); }", 1)):
+        module = emit_toy(source)
+        got = apply_pattern_class(FoldConstantTranspose, module)
+        assert got is not module and _names(got).count("toy.transpose") == left, source
+        assert _same(run_toy(got), run_toy(module)), source
+
+
+def test_apply_pattern_class_refuses_the_library_patterns_and_non_patterns_by_name():
+    from infopt.mlir.toy.patterns import FoldConstantTranspose, apply_pattern_class
+
+    class Mine(FoldConstantTranspose):
+        pass
+
+    module = emit_toy("def main() { var a = [[1, 2]]; print(transpose(a)); }")
+    with pytest.raises(TypeError, match="subclasses the library's FoldConstantTranspose"):
+        apply_pattern_class(Mine, module)
+    with pytest.raises(TypeError, match="RewritePattern"):
+        apply_pattern_class(int, module)

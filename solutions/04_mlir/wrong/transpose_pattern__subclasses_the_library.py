@@ -1,5 +1,5 @@
-from infopt.mlir.toy import SimplifyRedundantTranspose
+from infopt.mlir.toy.patterns import FoldConstantTranspose as _Library
 
 
-class TransposeOfTranspose(SimplifyRedundantTranspose):
+class FoldConstantTranspose(_Library):
     """Reuses the library's pattern instead of writing it."""

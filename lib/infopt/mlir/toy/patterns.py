@@ -5,7 +5,9 @@
 - reshape(x) -> x when the types already agree
 - reshape(constant) -> a constant of the new shape
 
-`canonicalize(module)` applies them greedily, then removes the ops left without users.
+`canonicalize(module)` applies them greedily, then removes the ops left without users. `FoldConstantTranspose`
+(transpose(constant) -> the transposed constant, under its legality rule) is unit 04's exercise 4: not one of the
+canonicalizations, and `apply_pattern_class` is how its tests apply a pattern class alone, wherever it runs.
 """
 from __future__ import annotations
 
@@ -58,7 +60,48 @@ class FoldConstantReshape(RewritePattern):
             rewriter.replace(op, ConstantOp(DenseIntOrFPElementsAttr.from_list(op.res.type, values)))
 
 
+MAX_SHARED_FOLD = 16   # elements: a constant with other users is duplicated by a fold only up to this size
+
+
+class FoldConstantTranspose(RewritePattern):
+    """transpose(constant) -> a constant holding the transposed data, when legal: the operand is a `toy.constant`,
+    and, when that constant has other users too (so it stays, and the fold adds a second copy), it holds at most
+    MAX_SHARED_FOLD elements."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: TransposeOp, rewriter: PatternRewriter) -> None:
+        const = op.arg.owner
+        if not isinstance(const, ConstantOp):
+            return
+        shape = tuple(const.value.type.get_shape())
+        shared = any(use.operation is not op for use in const.res.uses)
+        if shared and len(const.value.get_values()) > MAX_SHARED_FOLD:
+            return
+        import numpy as np
+        from xdsl.dialects.builtin import TensorType, f64
+
+        data = np.array([float(v) for v in const.value.get_values()]).reshape(shape).T
+        new_type = TensorType(f64, list(data.shape))
+        rewriter.replace(op, ConstantOp(DenseIntOrFPElementsAttr.from_list(new_type, data.ravel().tolist())))
+
+
 PATTERNS = (SimplifyRedundantTranspose, ReshapeReshape, RedundantReshape, FoldConstantReshape)
+# by name, not by object: while a test's `forbid` is up the library's classes are tripwires, which must not be touched
+_LIBRARY_PATTERNS = frozenset(c.__name__ for c in (*PATTERNS, FoldConstantTranspose))
+
+
+def apply_pattern_class(pattern_class: Any, module: Any) -> Any:
+    """A copy of `module` with one instance of `pattern_class` applied greedily (then dead ops removed). At grading a
+    student's class is a name in their kernel: the application runs there, and the module crosses as MLIR text."""
+    if getattr(pattern_class, "__infopt_remote__", False):
+        return pattern_class.via("infopt.mlir.toy.patterns:apply_pattern_class", module)
+    if not (isinstance(pattern_class, type) and issubclass(pattern_class, RewritePattern)):
+        raise TypeError(f"the pattern must be a class deriving from xdsl's RewritePattern, got {pattern_class!r}")
+    library = [c.__name__ for c in pattern_class.__mro__[1:]
+               if c.__module__ == __name__ and c.__name__ in _LIBRARY_PATTERNS]
+    if library:
+        raise TypeError(f"{pattern_class.__name__} subclasses the library's {library[0]}: write the pattern yourself")
+    return apply_patterns(module.clone(), [pattern_class()])
 
 
 def remove_dead(module: Any) -> int:
