@@ -66,17 +66,21 @@ def imported_modules(cells: list[dict]) -> list[str]:
     """The modules the notebook's cells import at their top level (what the zygote loads once for every room)."""
     names: list[str] = []
     for cell in cells:
-        if cell.get("kind") in ("markdown", "test"):
+        if cell.get("kind") == "markdown":
             continue
         try:
             tree = ast.parse(cell.get("source") or "")
         except SyntaxError:
             continue
+        found: list[str] = []
         for node in tree.body:
             if isinstance(node, ast.Import):
-                names += [alias.name for alias in node.names]
+                found += [alias.name for alias in node.names]
             elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-                names.append(node.module)
+                found.append(node.module)
+        # of a test cell (the instructor's), only the library it imports: the helpers a test sends into the room
+        # must be loaded, and sealed, before the student's cells are (clean_room.LibrarySeal)
+        names += [n for n in found if cell.get("kind") != "test" or n == "infopt" or n.startswith("infopt.")]
     return list(dict.fromkeys(names))
 
 

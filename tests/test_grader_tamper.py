@@ -34,6 +34,10 @@ TRICKS = {
     "get_ipython().CustomTB = lambda *a: []": "CustomTB",
     "open('/home/s/.ipython/profile_default/startup/00.py', 'w')": "start-up",
     "path = site.getusersitepackages() + '/usercustomize.py'": "start-up",
+    # the library the grader's calls run where the student's code is (infopt.mlir.npu.probes and the like)
+    "from infopt.mlir.npu import probes\nprobes.build_matmul_op = lambda *a, **k: {}": "in the library",
+    "import infopt.mlir.toy.patterns as p\nsetattr(p, 'apply_pattern_class', f)": "in the library",
+    "from infopt.mlir.npu.probes import parse_with_op\nparse_with_op.__code__ = f.__code__": "in the library",
 }
 
 

@@ -80,14 +80,16 @@ def test_room_sources_are_the_solution_cells_up_to_the_exercise_and_the_definiti
     cells = [{"kind": "code", "source": "import numpy as np\nx = np.ones(3)\n"},
              {"kind": "markdown", "source": "# text"},
              {"kind": "solution", "grade_id": "first", "source": "def first():\n    return 1\n"},
-             {"kind": "test", "grade_id": "first_test", "source": "import os\nassert first() == 1\n"},
+             {"kind": "test", "grade_id": "first_test",
+              "source": "import os\nfrom infopt.mlir.npu.probes import build_matmul_op\nassert first() == 1\n"},
              {"kind": "code", "source": "from math import pi\nprint(pi)\n"},
              {"kind": "solution", "grade_id": "second", "source": "def second():\n    return first() + 1\n"},
              {"kind": "solution", "grade_id": "third", "source": "def third():\n    return 3\n"}]
     assert room_sources(cells, "first") == ["import numpy as np", cells[2]["source"]]
     assert room_sources(cells, "second") == ["import numpy as np", cells[2]["source"], "from math import pi",
                                              cells[5]["source"]]
-    assert imported_modules(cells) == ["numpy", "math"]   # never a test cell's import
+    # of a test cell only the library: its helpers must be loaded (and sealed) before the student's cells are
+    assert imported_modules(cells) == ["numpy", "infopt.mlir.npu.probes", "math"]
 
 
 # ----- what a room removes and refuses -----------------------------------------------------------------------------
@@ -284,6 +286,41 @@ def test_putting_the_library_back_during_the_call_fails_in_the_room(grading):
         channel.call("topo_order", (graph,), {}, forbid=GUARD)
     # the same function in the kernel, unguarded there, answers (what the room is for)
     assert sorted(map(id, channel.call("topo_order", (graph,), {}))) == sorted(map(id, graph.nodes))
+
+
+REPLACE_HELPER = HONEST + '''
+import infopt.ir.graph as _library
+if __name__ == "__main__":   # in the room (the fixture's kernel is a thread of this test process)
+    _library.Graph = type("Graph", (), {})
+'''
+
+
+def test_a_library_helper_the_student_replaced_is_put_back_and_flagged(grading):
+    """The room seals what the library binds before the student's cells load: the judge's `via` helper runs as the
+    library wrote it, and the flag names what was replaced."""
+    channel = grading(REPLACE_HELPER)
+    graph = _graph()
+    order = channel.call("topo_order", (graph,), {}, forbid=GUARD)
+    assert sorted(map(id, order)) == sorted(map(id, graph.nodes))
+    assert len(channel.flags) == 1 and "infopt.ir.graph.Graph" in channel.flags[0], channel.flags
+
+
+def test_the_seal_puts_back_rebound_names_and_swapped_code_and_names_them():
+    from infopt.grading.clean_room import LibrarySeal
+    from infopt.mlir.npu import probes
+
+    real, code = probes.build_matmul_op, probes.parse_with_op.__code__
+    seal = LibrarySeal()
+    assert seal.restore() == []
+    try:
+        probes.build_matmul_op = lambda *a, **k: {}
+        probes.parse_with_op.__code__ = (lambda op_class, text: {"error": None, "found": 1}).__code__
+        changed = seal.restore()
+    finally:
+        probes.build_matmul_op, probes.parse_with_op.__code__ = real, code
+    assert "infopt.mlir.npu.probes.build_matmul_op" in changed
+    assert "infopt.mlir.npu.probes.parse_with_op (its code or defaults)" in changed
+    assert probes.build_matmul_op is real and probes.parse_with_op.__code__ is code
 
 
 def test_a_function_only_the_kernel_can_run_is_graded_there_and_flagged(grading):

@@ -28,6 +28,7 @@ import re
 import socket
 import struct
 import sys
+import types
 import weakref
 from typing import Any
 
@@ -246,6 +247,42 @@ def load(sources: list[str]) -> tuple[dict, list[str]]:
     return namespace, errors
 
 
+class LibrarySeal:
+    """What the loaded library binds, taken in a room before the student's cells load: every function, class and
+    module each `infopt` module holds, and each such function's code and defaults. The judge's calls run library code
+    in the room (the helpers a test sends with `via`, `serve` itself) and trust what it reports; `restore()` puts back
+    whatever the student's code rebound since, and names it, so that a replaced helper is neither used nor unseen."""
+
+    def __init__(self, prefix: str = "infopt") -> None:
+        self.bindings: dict[str, tuple[Any, dict[str, Any]]] = {}
+        self.functions: dict[int, tuple[Any, Any, Any, Any]] = {}
+        for name, module in list(sys.modules.items()):
+            if module is None or not (name == prefix or name.startswith(prefix + ".")):
+                continue
+            kept = {attr: value for attr, value in vars(module).items()
+                    if callable(value) or isinstance(value, types.ModuleType)}
+            self.bindings[name] = (module, kept)
+            for value in kept.values():
+                if isinstance(value, types.FunctionType):
+                    self.functions.setdefault(id(value), (value, value.__code__, value.__defaults__,
+                                                          value.__kwdefaults__))
+
+    def restore(self) -> list[str]:
+        """Put back what changed since the seal was taken; the names of what was put back."""
+        changed = []
+        for name, (module, kept) in self.bindings.items():
+            now = vars(module)
+            for attr, value in kept.items():
+                if now.get(attr) is not value:
+                    now[attr] = value
+                    changed.append(f"{name}.{attr}")
+        for fn, code, defaults, kwdefaults in self.functions.values():
+            if fn.__code__ is not code or fn.__defaults__ is not defaults or fn.__kwdefaults__ is not kwdefaults:
+                fn.__code__, fn.__defaults__, fn.__kwdefaults__ = code, defaults, kwdefaults
+                changed.append(f"{fn.__module__}.{fn.__qualname__} (its code or defaults)")
+        return changed
+
+
 # ----- the processes -----------------------------------------------------------------------------------------------
 def _room(sock: socket.socket, sources: list[str], guards: list[dict], bare: bool) -> None:
     from .remote import serve_on
@@ -261,9 +298,10 @@ def _room(sock: socket.socket, sources: list[str], guards: list[dict], bare: boo
             wire.native_module(name)
     forbid_reading(files)
     lock_down(files)
+    seal = LibrarySeal()
     namespace, errors = load(sources)
     wire.send(sock, {"ok": {"problems": problems, "errors": errors}})
-    serve_on(sock, namespace)
+    serve_on(sock, namespace, seal.restore)
 
 
 def _session(sock: socket.socket, sources: list[str]) -> None:

@@ -112,6 +112,12 @@ class Channel:
             raise GradingError(f"{name}: the kernel's reply could not be read ({err})") from None
         if not isinstance(reply, dict):
             raise GradingError(f"{name}: the kernel's reply could not be read (not a message)")
+        if sock is self.room and isinstance(reply.get("tampered"), list):
+            changed = ", ".join(str(t)[:120] for t in reply["tampered"][:10])
+            flag = (f"{name}: your code changed the library in the grader's clean room ({changed}); it was put back "
+                    "before the grader's call used it")
+            if flag not in self.flags:
+                self.flags.append(flag)
         if "error" in reply:
             raise wire.decode_error(reply["error"])
         if "refused" in reply:
@@ -169,8 +175,10 @@ def serve(path: str, namespace: dict) -> int:
     return serve_on(sock, namespace)
 
 
-def serve_on(sock: socket.socket, namespace: dict) -> int:
-    """`serve` on a connected socket (closed at the end): answer calls until the judge is done."""
+def serve_on(sock: socket.socket, namespace: dict, seal: Callable[[], list[str]] | None = None) -> int:
+    """`serve` on a connected socket (closed at the end): answer calls until the judge is done. `seal` (the clean
+    room's: infopt.grading.clean_room.LibrarySeal.restore) runs before and after each call; what it names (library
+    objects the student's code had changed, now put back) goes back with the reply as `tampered`."""
     answered = 0
     try:
         while True:
@@ -180,7 +188,11 @@ def serve_on(sock: socket.socket, namespace: dict) -> int:
                 break
             if not isinstance(tree, dict) or tree.get("op") != "call":
                 break
+            tampered = seal() if seal else []
             reply, reply_blobs = _answer(tree, blobs, namespace)
+            tampered += seal() if seal else []
+            if tampered:
+                reply["tampered"] = list(dict.fromkeys(tampered))[:20]
             try:
                 wire.send(sock, reply, reply_blobs)
             except wire.WireError as err:

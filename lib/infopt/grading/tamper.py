@@ -48,6 +48,11 @@ def _is_hook(dotted: str) -> bool:
     return via_shell and any(part in _SHELL_HOOKS for part in parts[1:])
 _INTROSPECTION = frozenset({"_getframe", "settrace", "setprofile", "get_objects", "get_referrers", "f_back",
                             "f_globals", "f_locals", "gi_frame", "tb_frame", "addaudithook"})
+def _library(name: str) -> bool:
+    """True for a name reached through an import of infopt (a module, or a class or function it exports)."""
+    return name == "infopt" or name.startswith("infopt.")
+
+
 _SHADOWED_MODULES = frozenset({"numpy", "infopt", "builtins", "unittest", "math", "torch", "IPython"})
 _GRADER_PATHS = ("solutions/", "/solutions", "gradebook.db", "/autograder", "/course/")
 # Files a kernel reads when it starts: writing one is an attempt to persist into later kernels.
@@ -142,6 +147,11 @@ class _Visitor(ast.NodeVisitor):
         if finding not in self.findings:
             self.findings.append(finding)
 
+    def _resolve(self, dotted: str) -> str:
+        """`dotted` with its first name replaced by what an earlier import bound it to."""
+        first, dot, rest = dotted.partition(".")
+        return self.aliases.get(first, first) + dot + rest
+
     # --- bindings -------------------------------------------------------------------------------------------
     def _check_target(self, target: ast.AST, node: ast.AST) -> None:
         if isinstance(target, (ast.Tuple, ast.List)):
@@ -170,6 +180,8 @@ class _Visitor(ast.NodeVisitor):
             self.flag(node, f"assigns the comparison/type hook `{attr}` on an object")
         elif "__builtins__" in dotted or dotted.startswith("builtins"):
             self.flag(node, f"rebinds a builtin through `{dotted}`")
+        elif _library(head):
+            self.flag(node, f"replaces `{dotted}` in the library, which the grader's calls use")
 
     def visit_Assign(self, node: ast.Assign) -> None:
         for target in node.targets:
@@ -253,6 +265,8 @@ class _Visitor(ast.NodeVisitor):
             elif len(node.args) > 1 and isinstance(node.args[1], ast.Constant) and node.args[1].value in (
                     _RIGGING_DUNDERS | _IPYTHON_HOOKS):
                 self.flag(node, f"{last}() of `{node.args[1].value}`")
+            elif _library(self._resolve(target)):
+                self.flag(node, f"{last}() on `{self._resolve(target)}` in the library, which the grader's calls use")
         if _is_hook(name):
             self.flag(node, f"calls the IPython hook `{name}`")
         if last in _INTROSPECTION or name in ("sys._getframe", "inspect.currentframe", "inspect.stack"):
