@@ -961,7 +961,7 @@ def _check_fold(source: str, label: str, hidden: bool) -> None:
             printed = run_toy(got)
         except Exception as err:  # noqa: BLE001 (the rewritten program no longer computes)
             check_true(False, f"after your pattern the program fails when run: {type(err).__name__}: {err}")
-        check_true(len(printed) == len(want_prints) and all(a.shape == b.shape and np.allclose(a, b)
+        check_true(len(printed) == len(want_prints) and all(a.shape == b.shape and np.array_equal(a, b)
                                                              for a, b in zip(printed, want_prints)),
                    f"after your pattern the program prints {[g.tolist() for g in printed]} instead of "
                    f"{[w.tolist() for w in want_prints]}")
@@ -988,8 +988,9 @@ _rng = grading_rng(4)
 
 
 def _literal(rows: int, cols: int) -> str:
-    values = _rng.integers(-9, 10, (rows, cols))
-    return "[" + ", ".join("[" + ", ".join(str(int(v)) for v in row) + "]" for row in values) + "]"
+    """A literal of decimals no float32 holds exactly (and no int), from -1000 to 1000."""
+    values = np.round(_rng.uniform(-1000, 1000, (rows, cols)), 3) + 0.001
+    return "[" + ", ".join("[" + ", ".join(f"{v:.3f}" for v in row) + "]" for row in values) + "]"
 
 
 # the size limit at its edge, for each kind of user: exactly 16 elements, one more row, a column vector
@@ -1000,6 +1001,12 @@ for _k, (_r, _c) in enumerate([(4, 4), (2, 8), (16, 1), (1, 16), (3, 6), (17, 1)
                 f"hidden: a {_r}x{_c} constant with another user", True)
     _check_fold(f"def main() {{ var a = {_literal(_r, _c)}; print(transpose(a)); }}",
                 f"hidden: a {_r}x{_c} constant used only by the transpose", True)
+# the other user is only a print, or only a reshape: each counts, over the limit and under it
+for _r, _c in ((3, 6), (2, 4)):
+    _check_fold(f"def main() {{ var a = {_literal(_r, _c)}; print(a); print(transpose(a)); }}",
+                f"hidden: a {_r}x{_c} constant also printed", True)
+    _check_fold(f"def main() {{ var a = {_literal(_r, _c)}; var b<{_c}, {_r}> = a; print(transpose(a)); print(b); }}",
+                f"hidden: a {_r}x{_c} constant also reshaped", True)
 # two transposes of one constant (each is the other's other user), and chains through constants
 _check_fold(f"def main() {{ var a = {_literal(2, 3)}; print(transpose(a)); print(transpose(a)); }}",
             "hidden: two transposes of one constant", True)
@@ -1073,14 +1080,15 @@ print(inspect.getsource(npu_dialect.DmaLoadOp))
 # and a constructor `NpuMatmul(a_addr, b_addr, c_addr, m, n, k, acc, tile, dataflow, dtype)` (the first seven are
 # SSA values, `tile` a tuple of three ints, `dataflow` a str, `dtype` an xDSL type such as `i8`), built like
 # `DmaLoadOp`'s above (`DenseArrayBase.from_list(IntegerType(64), list(tile))`). Its `verify_` must raise
-# `VerifyException` with a message saying what is wrong in four cases:
+# `VerifyException` in four cases, with a message that says what is wrong: it names the field at fault, as a word,
+# and none of the other fields of this list:
 #
-# 1. `tile` is not three positive sizes (the message contains "tile");
-# 2. `dataflow` is neither "ws" nor "os" (contains "dataflow");
-# 3. `dtype` is neither `i8` nor `f32` (contains "dtype");
+# 1. `tile` is not three positive sizes (the message names "tile");
+# 2. `dataflow` is neither "ws" nor "os" (names "dataflow");
+# 3. `dtype` is neither `i8` (the signless 8-bit integer) nor `f32` (names "dtype");
 # 4. `m`, `n` or `k` is a constant outside 1 .. its tile bound (`TM` for `m`, `TN` for `n`, `TK` for `k`); the
-#    message names the operand ("m", "n" or "k"). `constant_index(v)` from `infopt.mlir.npu.dialect` gives an
-#    operand's value when an `arith.constant` defines it, else None.
+#    message names the operand ("m", "n" or "k"; it may say "tile" for the bound). `constant_index(v)` from
+#    `infopt.mlir.npu.dialect` gives an operand's value when an `arith.constant` defines it, else None.
 #
 # A size computed in a loop is not a constant: such ops are well formed. Do not subclass or call the library's
 # `npu.MatmulOp`. The tests build well-formed ops (they have to verify), then break one thing at a time, and parse
@@ -1132,6 +1140,8 @@ class NpuMatmul(IRDLOperation):
 
 
 # %% grade_id="npu_op_test" points=3
+import re
+
 from xdsl.dialects.builtin import DenseArrayBase, IntegerType
 from xdsl.irdl import IRDLOperation
 
@@ -1186,14 +1196,26 @@ def _check_bad(label: str, word: str, hidden: bool, **kw) -> None:
         check_true(error is not None and error["verify_exception"],
                    f"your verifier did not raise VerifyException for an ill-formed npu.matmul ({kw})"
                    + (f": it raised {error['type']}: {error['message']}" if error else ""))
-        check_true(word in error["message"], f"the verifier rejected the op, but its message {error['message']!r} "
-                                             f"does not mention {word!r}")
+        message = error["message"]
+        check_true(_names(message, word), f"the verifier rejected the op, but its message {message!r} does not "
+                                          f"name {word!r} (as a word): say what is wrong")
+        others = [f for f in _FIELDS if f != word and not (f == "tile" and word in "mnk") and _names(message, f)]
+        check_true(not others, f"the verifier rejected the op for its {word}, but its message {message!r} also "
+                               f"names {others}: say what is wrong, not everything that could be")
+
+
+_FIELDS = ("tile", "dataflow", "dtype", "m", "n", "k")
+
+
+def _names(message: str, field: str) -> bool:
+    """Whether `message` names `field` as a word ("m" in "m = 9", not in "npu.matmul")."""
+    return re.search(rf"(?<![A-Za-z0-9_]){field}(?![A-Za-z0-9_])", message) is not None
 
 
 def _check_operand_types(hidden: bool) -> None:
     """One operand of the wrong type at a time (the table's operand_def types): verify must reject the op."""
-    for label, pos, want in (("an i32 acc operand", 6, "i1"), ("an i32 a_addr operand", 0, "index"),
-                             ("an i32 c_addr operand", 2, "index"), ("an i32 k operand", 5, "index")):
+    for pos, name in enumerate(_OPERAND_NAMES):
+        label, want = f"an i32 {name} operand", "i1" if name == "acc" else "index"
         with case(f"{'hidden: ' if hidden else ''}{label}", show=label, hidden=hidden):
             report = _probe(label, sizes=(4, 4, 4), tile=(8, 4, 4), dataflow="ws", dtype="i8", wrong_operand=pos)
             if report.get("build_error") is not None:   # refusing the wrong type when building is as good
@@ -1234,19 +1256,33 @@ _check_ok("hidden: computed sizes", True, sizes=(None, None, None), tile=(9, 9, 
 _check_ok("hidden: sizes at their bounds", True, sizes=_T, tile=_T, dataflow=str(_rng.choice(["ws", "os"])))
 _check_ok("hidden: sizes of one", True, sizes=(1, 1, 1), tile=_T, dtype="f32")
 _check_ok("hidden: a tile bound of one", True, sizes=(1, 1, 1), tile=(_T[0], 1, _T[2]), dtype="i8")
-_check_bad("hidden: a zero tile bound", "tile", True, tile=(_T[0], 0, _T[2]), sizes=(1, 1, 1))
+# each tile bound alone zero and negative, the sizes computed (so no size check can stand in for the tile's)
+for _which in range(3):
+    for _bad in (0, -int(_rng.integers(1, 4))):
+        _tile = list(_T)
+        _tile[_which] = _bad
+        _check_bad(f"hidden: a {'zero' if _bad == 0 else 'negative'} tile bound", "tile", True, tile=tuple(_tile),
+                   sizes=(None, None, None))
+_check_bad("hidden: a zero tile bound, constant sizes", "tile", True, tile=(_T[0], 0, _T[2]), sizes=(1, 1, 1))
 _check_bad("hidden: a four-entry tile", "tile", True, tile=(*_T, 2), sizes=(1, 1, 1))
-_check_bad("hidden: dataflow 'WS'", "dataflow", True, dataflow="WS", tile=_T, sizes=(1, 1, 1))
-_check_bad("hidden: a float64 dtype", "dtype", True, dtype="f64", tile=_T,
-           sizes=(1, 1, 1))
-_check_bad("hidden: an index dtype", "dtype", True, dtype="index", tile=_T, sizes=(1, 1, 1))
+_check_bad("hidden: a two-entry tile", "tile", True, tile=_T[:2], sizes=(None, None, None))
+for _dataflow in ("WS", "is", "", "w", "s", " ws", "os ", "wsos", "w s"):   # no field is named in a value
+    _check_bad(f"hidden: dataflow {_dataflow!r}", "dataflow", True, dataflow=_dataflow, tile=_T, sizes=(1, 1, 1))
+for _dtype in ("f64", "index", "i32", "f16", "bf16", "i4", "i1", "si8", "ui8"):
+    _check_bad(f"hidden: a {_dtype} dtype", "dtype", True, dtype=_dtype, tile=_T, sizes=(1, 1, 1))
+_check_ok("hidden: f32 and signless i8 are both well formed", True, sizes=(1, 1, 1), tile=_T,
+          dtype=str(_rng.choice(["f32", "i8"])))
+# each size alone above its bound and at 0, with the other two constant and with them computed
 for _which, _name in enumerate("mnk"):
-    _over = [1, 1, 1]
-    _over[_which] = _T[_which] + int(_rng.integers(1, 4))
-    _check_bad(f"hidden: {_name} above its bound", _name, True, sizes=tuple(_over), tile=_T)
-    _zero = [1, 1, 1]
-    _zero[_which] = 0
-    _check_bad(f"hidden: {_name} = 0", _name, True, sizes=tuple(_zero), tile=_T)
+    for _others in (1, None):
+        _over = [_others] * 3
+        _over[_which] = _T[_which] + int(_rng.integers(1, 4))
+        _check_bad(f"hidden: {_name} above its bound, the others {'constant' if _others else 'computed'}", _name,
+                   True, sizes=tuple(_over), tile=_T)
+        _zero = [_others] * 3
+        _zero[_which] = 0
+        _check_bad(f"hidden: {_name} = 0, the others {'constant' if _others else 'computed'}", _name, True,
+                   sizes=tuple(_zero), tile=_T)
 _check_generic_form(True)
 ### END HIDDEN TESTS
 
