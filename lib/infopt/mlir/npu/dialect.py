@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import (BoolAttr, DenseArrayBase, Float32Type, IndexType, IntegerAttr, IntegerType,
-                                   MemRefType, StringAttr, TypeAttribute, i1, i8)
+                                   MemRefType, Signedness, StringAttr, TypeAttribute, i1)
 from xdsl.ir import Dialect, SSAValue
 from xdsl.irdl import IRDLOperation, ParsePropInAttrDict, irdl_op_definition, operand_def, opt_prop_def, prop_def
 from xdsl.utils.exceptions import VerifyException
@@ -150,7 +150,9 @@ class MatmulOp(IRDLOperation):
             raise VerifyException(f"npu.matmul: tile must be [TM, TN, TK], three positive sizes, got {list(tile)}")
         if self.dataflow.data not in DATAFLOWS:
             raise VerifyException(f"npu.matmul: dataflow must be 'ws' or 'os', got {self.dataflow.data!r}")
-        if not (self.dtype == i8 or isinstance(self.dtype, Float32Type)):   # signless i8: not si8 or ui8
+        signless_i8 = (isinstance(self.dtype, IntegerType) and self.dtype.width.data == 8
+                       and self.dtype.signedness.data == Signedness.SIGNLESS)   # i8, not si8 or ui8
+        if not (signless_i8 or isinstance(self.dtype, Float32Type)):
             raise VerifyException(f"npu.matmul: dtype must be i8 or f32 (the array's operand types), got {self.dtype}")
         for name, v, bound in (("m", self.m, tile[0]), ("n", self.n, tile[1]), ("k", self.k, tile[2])):
             c = constant_index(v)
