@@ -39,3 +39,33 @@ def test_a_broken_td_file_reports_tblgens_error(tmp_path):
         tblgen("decls", bad)
     with pytest.raises(ValueError, match="kind must be"):
         tblgen("python")
+
+
+def test_a_reference_record_of_every_random_spec_compiles_with_an_accessor_per_field():
+    """reference_record (what unit 04's exercise asks for) compiles after PREAMBLE for random specs, and ODS makes an
+    accessor for every operand, attribute and result the spec names."""
+    import numpy as np
+
+    from infopt.mlir.ods import class_declaration, random_op_spec, record_outputs, reference_record
+
+    rng = np.random.default_rng(0)
+    for _ in range(12):
+        spec = random_op_spec(rng)
+        out = record_outputs(reference_record(spec))
+        cls = spec.record.split("_", 1)[1]
+        api = generated_api(out["decls"], cls)
+        assert {_camel(n) for n, _ in (*spec.operands, *spec.attributes, *spec.results)} <= set(api["accessors"])
+        assert ("::llvm::LogicalResult verify();" in api["verifier"]) == spec.verifier
+        assert ("ConditionallySpeculatable" in class_declaration(out["decls"], cls)) == spec.pure
+        assert f'"npu.{spec.mnemonic}"' in out["decls"] and spec.summary.lower() in out["docs"].lower()
+
+
+def test_a_record_may_not_include_files_and_a_broken_one_reports_tblgens_error():
+    from infopt.mlir.ods import record_outputs
+
+    with pytest.raises(ValueError, match="may not include"):
+        record_outputs('include "/etc/passwd"\ndef Npu_XOp : Npu_Op<"x"> {}')
+    with pytest.raises(ValueError, match="may not include"):
+        record_outputs('#define X\ndef Npu_XOp : Npu_Op<"x"> {}')
+    with pytest.raises(MlirToolError, match="Nonsense"):
+        record_outputs('def Npu_XOp : Npu_Op<"x"> {\n  let arguments = (ins Nonsense:$a);\n}\n')

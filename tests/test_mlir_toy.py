@@ -100,3 +100,58 @@ def test_apply_pattern_class_refuses_the_library_patterns_and_non_patterns_by_na
         apply_pattern_class(Mine, module)
     with pytest.raises(TypeError, match="RewritePattern"):
         apply_pattern_class(int, module)
+
+
+def test_passes_run_by_name_and_a_students_pass_is_registered_under_its_own():
+    """infopt.mlir.toy.passes: pipelines by name; run_with_pass reports instead of raising, and never falls back to
+    the library's shape inference when the student's pass has another name."""
+    from xdsl.passes import ModulePass
+
+    from infopt.mlir.toy.passes import ToyShapeInference, run_pipeline, run_with_pass
+
+    module = emit_toy(SOURCES[2])
+    out = run_pipeline(module, "toy-canonicalize,toy-shape-inference")
+    assert out is not module and "tensor<*xf64>" not in print_ir(out) and "tensor<*xf64>" in print_ir(module)
+    assert _same(run_toy(out), run_toy(module))
+
+    class Renamed(ModulePass):
+        name = "my-shapes"
+
+        def apply(self, ctx, op):
+            pass
+
+    missing = run_with_pass(Renamed, module, "toy-shape-inference")
+    assert missing["module"] is None and "Unrecognized passes" in missing["error"]["message"]
+    assert run_with_pass(int, module, "toy-canonicalize")["error"]["type"] == "TypeError"
+    mismatch = emit_toy("def main() { var a = [[1, 2, 3]]; print(a * transpose(a)); }")
+    failed = run_with_pass(ToyShapeInference, mismatch, "toy-shape-inference")["error"]
+    assert failed["type"] == "PassFailedException" and "toy.mul" in failed["message"]
+
+
+def test_run_with_pass_tells_a_pass_that_refused_from_a_result_that_does_not_verify():
+    """run_with_pass: what the pass raised is "error", with the module as the pass left it; a pass that accepts a
+    module it should have refused leaves "error" None and the verifier's complaint in "verify_error"."""
+    from xdsl.dialects.builtin import UnrankedTensorType
+    from xdsl.passes import ModulePass
+
+    from infopt.mlir.toy import AddOp, MulOp, TransposeOp
+    from infopt.mlir.toy.dialect import set_result_shape, shape_of
+    from infopt.mlir.toy.passes import ToyShapeInference, run_with_pass
+
+    class Lenient(ModulePass):
+        name = "toy-shape-inference"
+
+        def apply(self, ctx, op):
+            for inner in op.walk():
+                if isinstance(inner, (AddOp, MulOp, TransposeOp)) and isinstance(inner.results[0].type,
+                                                                                 UnrankedTensorType):
+                    set_result_shape(inner, shape_of(inner.operands[0].type))
+
+    mismatch = emit_toy("def main() { var a = [[1, 2, 3]]; var b = [[1], [2], [3]]; print(a * b); }")
+    lenient = run_with_pass(Lenient, mismatch, "toy-shape-inference")
+    assert lenient["error"] is None and "toy.mul" in lenient["verify_error"]["message"]
+    refused = run_with_pass(ToyShapeInference, mismatch, "toy-shape-inference")
+    assert refused["verify_error"] is None and refused["error"]["type"] == "PassFailedException"
+    assert refused["module"] is not None          # as the pass left it, for the feedback to show
+    clean = run_with_pass(ToyShapeInference, emit_toy(SOURCES[2]), "toy-shape-inference")
+    assert clean["error"] is None and clean["verify_error"] is None

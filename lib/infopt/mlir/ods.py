@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 from .tools import LLVM_ROOT, run_tool
@@ -35,13 +36,118 @@ def tblgen(kind: str = "decls", td: Path | None = None) -> str:
 def generated_api(decls: str, op_class: str) -> dict[str, list[str]]:
     """The public pieces ODS wrote for one op class: its `build` overloads, operand/attribute accessors, and the
     verifier hooks (`verify()` is the one the author writes in C++ because of `hasVerifier = 1`)."""
-    m = re.search(rf"^class {op_class} : public ::mlir::Op<.*?^}};", decls, re.M | re.S)
-    if m is None:
-        raise ValueError(f"no class {op_class} in the generated declarations")
-    body = m.group(0)
+    body = class_declaration(decls, op_class)
     lines = [ln.strip() for ln in body.splitlines()]
     builders = [ln for ln in lines if ln.startswith("static void build(")]
     accessors = sorted({re.search(r"(get\w+)\(\)", ln).group(1) for ln in lines
                         if re.search(r"\bget\w+\(\)", ln) and not ln.startswith("static")})
     verifier = [ln for ln in lines if re.search(r"\bverify\w*\(", ln)]
     return {"builders": builders, "accessors": accessors, "verifier": verifier}
+
+
+# ----- one op's record, written from a description (unit 04's ODS exercise) --------------------------------------
+# ODS's constraint for each kind an OpSpec names (operands and results; attributes)
+VALUE_KINDS = {"index": "Index", "i1": "I1", "f32": "F32", "memref": "AnyMemRef", "any": "AnyType"}
+ATTRIBUTE_KINDS = {"i64": "I64Attr", "string": "StrAttr", "i64_array": "DenseI64ArrayAttr", "unit": "UnitAttr",
+                   "type": "TypeAttr"}
+PREAMBLE = """include "mlir/IR/OpBase.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def Npu_Dialect : Dialect {
+  let name = "npu";
+  let cppNamespace = "::npu";
+}
+
+class Npu_Op<string mnemonic, list<Trait> traits = []> : Op<Npu_Dialect, mnemonic, traits>;
+"""
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    """An npu op described as data: its record name ("Npu_FillOp"), mnemonic ("fill"), one-line summary, operands,
+    attributes and results as (name, kind) pairs (VALUE_KINDS, ATTRIBUTE_KINDS), whether it has a hand-written
+    verifier, and whether it is `Pure` (no side effects)."""
+
+    record: str
+    mnemonic: str
+    summary: str
+    operands: tuple[tuple[str, str], ...] = ()
+    attributes: tuple[tuple[str, str], ...] = ()
+    results: tuple[tuple[str, str], ...] = ()
+    verifier: bool = False
+    pure: bool = False
+
+
+def reference_record(spec: OpSpec) -> str:
+    """The ODS `def` of `spec` (what unit 04's exercise asks for)."""
+    ins = [f"{VALUE_KINDS[k]}:${n}" for n, k in spec.operands] + [f"{ATTRIBUTE_KINDS[k]}:${n}"
+                                                                   for n, k in spec.attributes]
+    lines = [f'def {spec.record} : Npu_Op<"{spec.mnemonic}"{", [Pure]" if spec.pure else ""}> {{',
+             f'  let summary = "{spec.summary}";', f"  let arguments = (ins {', '.join(ins)});"]
+    if spec.results:
+        lines.append(f"  let results = (outs {', '.join(f'{VALUE_KINDS[k]}:${n}' for n, k in spec.results)});")
+    if spec.verifier:
+        lines.append("  let hasVerifier = 1;")
+    return "\n".join(lines) + "\n}\n"
+
+
+_DIRECTIVE = re.compile(r"^\s*(include\b|#)", re.M)
+
+
+def record_outputs(record: str) -> dict[str, str]:
+    """What mlir-tblgen-19 generates for one op `record` (a TableGen `def ... : Npu_Op<...>`, placed after PREAMBLE):
+    {"decls": the C++ declarations, "docs": the op's Markdown documentation}. MlirToolError carries tblgen's
+    diagnostics; a record may not include files or use preprocessor directives. Where the grader's judge asks, it
+    runs in the student's sandbox (infopt.grading.guards.native_runner), never beside the expected values."""
+    from ..grading import guards
+
+    runner = guards.native_runner()
+    if runner is not None:
+        return dict(runner.library("infopt.mlir.ods:record_outputs", (record,), {}))
+    if not isinstance(record, str):
+        raise TypeError(f"the record must be TableGen text (a str), got {type(record).__name__}")
+    if _DIRECTIVE.search(record):
+        raise ValueError("the record may not include files or use preprocessor directives (include, #...): write "
+                         "one `def`, the dialect and Npu_Op are defined before it")
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="ods-") as tmp:
+        td = Path(tmp) / "op.td"
+        td.write_text(PREAMBLE + "\n" + record)
+        return {"decls": tblgen("decls", td), "docs": tblgen("docs", td)}
+
+
+def class_declaration(decls: str, op_class: str) -> str:
+    """The generated `class <op_class> : public ::mlir::Op<...> { ... };` (ValueError when there is none)."""
+    m = re.search(rf"^class {op_class} : public ::mlir::Op<.*?^}};", decls, re.M | re.S)
+    if m is None:
+        raise ValueError(f"no class {op_class} in the generated declarations")
+    return m.group(0)
+
+
+_WORDS = ("tile", "scale", "shift", "pack", "copy", "clear", "acc", "bias", "row", "col", "addr", "size", "zero",
+          "gate", "mask", "sum", "step", "pad", "lane", "base")
+
+
+def random_op_spec(rng, results: int | None = None, verifier: bool | None = None, pure: bool | None = None) -> OpSpec:
+    """A random OpSpec: fresh names (snake_case, some of two words), 1-4 operands, 0-3 attributes and 0-2 results
+    of random kinds; `results`, `verifier` and `pure` fix what a test must see both ways."""
+    def name(used: set) -> str:
+        while True:
+            words = rng.choice(_WORDS, size=int(rng.integers(1, 3)), replace=False)
+            candidate = "_".join(str(w) for w in words)
+            if candidate not in used:
+                used.add(candidate)
+                return candidate
+    used: set = set()
+    values, attrs = sorted(VALUE_KINDS), sorted(ATTRIBUTE_KINDS)
+    operands = tuple((name(used), str(rng.choice(values))) for _ in range(int(rng.integers(1, 5))))
+    attributes = tuple((name(used), str(rng.choice(attrs))) for _ in range(int(rng.integers(0, 4))))
+    n_results = int(rng.integers(0, 3)) if results is None else results
+    outs = tuple((name(used), str(rng.choice(values))) for _ in range(n_results))
+    mnemonic = name(set())
+    # the record's name is chosen apart from the mnemonic (ODS does not derive one from the other)
+    record = "Npu_" + "".join(w.capitalize() for w in name({mnemonic}).split("_")) + "Op"
+    summary = f"{rng.choice(['move', 'combine', 'prepare', 'check'])} the {rng.choice(_WORDS)} of a tile"
+    return OpSpec(record, mnemonic, summary, operands, attributes, outs,
+                  bool(rng.integers(2)) if verifier is None else verifier, bool(rng.integers(2)) if pure is None else pure)

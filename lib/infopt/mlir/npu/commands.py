@@ -12,9 +12,10 @@ from ...accel import AccelConfig, Accelerator, DmaLoad, DmaStore, MatMul, Progra
 
 
 def tile_sizes(M: int, N: int, K: int, config: AccelConfig) -> tuple[int, int, int]:
-    """(TM, TN, TK): rows of A per block, columns per MATMUL, K per MATMUL -- the driver's tiling of unit 07."""
+    """(TM, TN, TK): rows of A per block, columns per MATMUL, K per MATMUL -- the driver's tiling of unit 07, each
+    the largest size a tile of this matmul takes (so never above M, N or K: the bounds an `npu.matmul` carries)."""
     tm, tk = tiling(M, N, K, config)
-    return tm, config.cols, tk
+    return tm, min(config.cols, N), min(tk, K)
 
 
 def analytic_cycles(M: int, N: int, K: int, config: AccelConfig) -> int:
