@@ -9,8 +9,9 @@ from infopt.grading.copies import MIN_NODES, THRESHOLD, library_index, near_copi
 from tests.grader_fixtures.adversarial import pasted_copy, repo_lib
 
 REPO = Path(__file__).resolve().parent.parent
-# Solutions that are near-copies of the library today, with the reason (the unit's revision rewrites them).
-KNOWN_COPIES = {("04_mlir", "npu_schedule"): "the solution is emit_matmul_schedule's loop nest"}
+# Solutions that are near-copies of the library today, with the reason (none since unit 04's schedule computes its
+# own tiling under a cycle budget).
+KNOWN_COPIES: dict[tuple[str, str], str] = {}
 
 SOURCE = '''
 def total_cost(items, rate):

@@ -43,8 +43,14 @@
 # | 2 | `inplace_decisions(func)` — bufferization: which writes may reuse their destination's buffer | 3 |
 # | 3 | `interchange_is_legal(deps, perm)` — the legality of a loop interchange from dependence components | 2 |
 # | 4 | `FoldConstantTranspose` — a rewrite pattern with a legality rule: `transpose(constant)` folded | 3 |
-# | 5 | `NpuMatmul` — the `npu.matmul` op in xDSL, with its verifier | 3 |
-# | 6 | `emit_npu_schedule(nb, A, B, C, config)` — the `linalg.matmul -> npu` tiling lowering | 4 |
+# | 5 | `ShapeInferencePass` — Toy's shape inference as a registered xDSL pass | 3 |
+# | 6 | `NpuMatmul` — the `npu.matmul` op in xDSL, with its verifier | 3 |
+# | 7 | `ods_record(spec)` — an op written in ODS, checked by what mlir-tblgen generates from it | 2 |
+# | 8 | `emit_npu_schedule(nb, A, B, C, config)` — the `linalg.matmul -> npu` lowering, on a cycle budget | 4 |
+#
+# Points follow the decisions an exercise leaves to you: 4 for the lowering (its tiling and loop order are yours), 3
+# where you write a transformation or a verifier with several conditions, 2 where you apply stated rules to many
+# cases.
 #
 # The exercises are independent: the notebook uses the library's versions (`infopt.mlir`), not your code, to
 # prepare the next step. Test failures say what was expected and what your code returned.
@@ -184,6 +190,26 @@ func.func @scale(%x: memref<1024xf32>, %y: memref<1024xf32>) {
 """
 print(mlir_opt(PARALLEL, "--scf-parallel-loop-tiling=parallel-loop-tile-sizes=128", "--gpu-map-parallel-loops",
                "--convert-parallel-loops-to-gpu", "--canonicalize"))
+
+# %% [markdown]
+# `gpu.launch` still sits inside the host function. Three more passes take it to what a GPU runs, and no GPU is
+# needed for them (`infopt.mlir.gpu.lower_to_ptx`): `gpu-kernel-outlining` moves the launch body into a `gpu.func` of its own, in a
+# `gpu.module`, and leaves a `gpu.launch_func` on the host; `convert-gpu-to-nvvm` lowers the kernel to the `llvm`
+# and `nvvm` dialects, where a thread id is the read of a PTX special register; and `gpu-module-to-binary` has
+# LLVM's NVPTX back end write the PTX text a driver would load:
+
+# %%
+from infopt.mlir.gpu import lower_to_ptx
+from infopt.mlir.pipeline import op_counts
+
+gpu_stages = lower_to_ptx(PARALLEL, chip="sm_90")
+for stage in ("launch", "outlined", "nvvm"):
+    seen = {op: n for op, n in sorted(op_counts(gpu_stages[stage]).items())
+            if op.startswith(("gpu.", "nvvm.")) or op in ("scf.parallel", "llvm.load", "llvm.store")}
+    print(f"{stage:9}", seen)
+ptx = gpu_stages["ptx"]
+print("\nPTX:", ", ".join(line.strip() for line in ptx.splitlines() if line.startswith((".target", ".visible"))))
+print("\n".join(line for line in ptx.splitlines() if "tid.x" in line or "ld.global" in line or "st.global" in line))
 
 # %% [markdown]
 # ## 4. From our graphs to MLIR
@@ -691,6 +717,50 @@ for n, ratio in bench["matmul_numpy_time_over_mlir_tiled_time_1t"].items():
           f"{'the pipeline is faster' if ratio > 1 else 'numpy is faster'})")
 
 # %% [markdown]
+# **Tile and fuse.** A layer is more than a matmul: `relu(a @ b + bias)` is emitted as three linalg ops (a matmul
+# into a filled accumulator, a broadcasting add, a max), and lowered as they are, each one writes a whole M x N
+# result that the next reads back. Linalg's answer is *tile and fuse* (`infopt.mlir.fusion`): a transform script
+# tiles the last op (the ReLU) into a loop over output tiles, then fuses each producer into that loop, so the add,
+# the matmul and the fill compute just the tile their consumer reads. The same layer, both ways:
+
+# %%
+from infopt.mlir.fusion import fuse_script, intermediate_bytes, layer_graph, layer_pipelines
+from infopt.mlir.pipeline import lower
+
+FM, FN, FK, FTILE = 128, 128, 64, (16, 32)
+layer = emit_graph(layer_graph(FM, FN, FK))
+print(fuse_script(FTILE))
+layer_runs, layer_bytes = {}, {}
+_r = np.random.default_rng(3)
+layer_feeds = {"a": _r.standard_normal((FM, FK)).astype(np.float32),
+               "b": _r.standard_normal((FK, FN)).astype(np.float32), "bias": _r.standard_normal(FN).astype(np.float32)}
+layer_want = np.maximum(layer_feeds["a"] @ layer_feeds["b"] + layer_feeds["bias"], 0)
+for name, stages in layer_pipelines(FM, FN, FTILE).items():
+    stages_ir = lower(layer.text, stages)
+    loops = op_counts(stages_ir["bufferized"])
+    layer_bytes[name] = intermediate_bytes(stages_ir["bufferized"])
+    compiled_layer = compile_module(layer, stages, lowering=stages_ir)
+    got = next(iter(compiled_layer(layer_feeds).values()))
+    print(f"{name:16} linalg ops {sum(n for op, n in loops.items() if op.startswith('linalg.'))}, "
+          f"tile loops {loops.get('scf.for', 0) + loops.get('scf.forall', 0)}, buffers it allocates "
+          f"{layer_bytes[name] / 1024:.0f} KiB, max |error| {float(np.abs(got - layer_want).max()):.1e}")
+    layer_runs[name] = lambda f=compiled_layer: f(layer_feeds)
+with threadpool_limits(1):
+    layer_samples = interleaved(layer_runs, repeats=7)
+layer_ms = {k: float(np.median(v)) * 1e3 for k, v in layer_samples.items()}
+ratio = layer_ms["unfused"] / layer_ms["tiled and fused"]
+print(f"median per call: unfused {layer_ms['unfused']:.2f} ms, tiled and fused {layer_ms['tiled and fused']:.2f} ms "
+      f"(unfused time / fused time = {ratio:.2f}, one thread)")
+print(f"Fusion shrinks what the layer allocates from {layer_bytes['unfused'] // 1024} KiB (two whole {FM}x{FN} "
+      f"intermediates) to {layer_bytes['tiled and fused'] // 1024} KiB (two {FTILE[0]}x{FTILE[1]} tiles); here it "
+      + ("also runs faster: the intermediates no longer travel through memory, and the loops in the textbook order "
+         "touch less of it at a time." if ratio > 1.1 else
+         "does not run faster: at this size the intermediates fit the caches anyway, and the matmul's loops, "
+         "in the textbook order in both, dominate the time." if ratio > 0.9 else
+         "runs slower: the fused loop recomputes nothing but its tile loop adds overhead, and the matmul's loops, "
+         "in the textbook order in both, dominate the time."))
+
+# %% [markdown]
 # ## 9. Affine analysis: dependences, interchange and tiling
 #
 # The `affine` dialect restricts loop bounds and indices to affine functions of the loop variables, so questions
@@ -821,7 +891,7 @@ for _trial in range(40):
 # | 1 | the Toy language, its lexer, parser and AST | `toy.frontend.parse_toy` (just `main`, `var`, literals, `transpose`, `+`, `*`, `print`) |
 # | 2 | emitting the Toy dialect with ODS | `toy.dialect` (IRDL in Python) and `toy.frontend.emit_toy` |
 # | 3 | canonicalization with rewrite patterns (`transpose(transpose(x))`, reshape folding) | `toy.patterns`; exercise 4 writes a fold of your own |
-# | 4 | interfaces: inlining and shape inference | `toy.shapes.infer_shapes` through the `ShapeInference` interface (no calls, so nothing to inline) |
+# | 4 | interfaces: inlining and shape inference | `toy.shapes.infer_shapes` through the `ShapeInference` interface (no calls, so nothing to inline); exercise 5 writes the pass |
 # | 5 | partial lowering to `affine`, `memref`, `arith` (print stays) | `toy.lower.lower_to_affine` |
 # | 6 | lowering to LLVM and running (JIT) | `lower_print` + mlir-opt-19 + `mlir-cpu-runner-19` |
 # | 7 | adding a struct type | not condensed |
@@ -829,8 +899,9 @@ for _trial in range(40):
 # What is left out, and why: the tutorial's C++ (ODS, the pass registration, the JIT) becomes Python with the same
 # structure, so the ideas carry over but not the build; chapter 4's inliner has nothing to do in a language whose
 # programs are one function; and chapter 7's struct type adds a type to the dialect, which section 11 does for
-# real with the `npu` dialect. The chapters you act on rather than watch are 3 (exercise 4) and 5 (the lowering,
-# run natively at the end of this section).
+# real with the `npu` dialect. The chapters you act on rather than watch are 3 (exercise 4), 4 (exercise 5: the
+# shape-inference pass, written and registered by you) and 5 (the lowering, run natively at the end of this
+# section).
 
 # %%
 from infopt.mlir.toy import canonicalize, emit_toy, infer_shapes, lower_print, lower_to_affine, run_toy, run_toy_native
@@ -1034,6 +1105,203 @@ infer_shapes(toy_module)
 print(print_ir(toy_module))
 
 # %% [markdown]
+# In MLIR each of these is a **pass**: a class with a `name`, registered so that a pipeline can ask for it by name
+# (`mlir-opt --pass-pipeline=...`, or `--canonicalize`). xDSL is the same: a pass derives `ModulePass`, carries a
+# `name`, and its `apply(ctx, op)` rewrites the module `op` in place; `infopt.mlir.toy.passes` registers the library's
+# two Toy passes and runs a pipeline spec on a copy of a module:
+
+# %%
+from infopt.mlir.toy.passes import PASSES, run_pipeline
+
+print("registered:", [p.name for p in PASSES])
+staged = run_pipeline(emit_toy(TOY_SOURCE), "toy-canonicalize,toy-shape-inference")
+print(print_ir(staged) == print_ir(toy_module))
+
+# %% [markdown]
+# ### Exercise 5 — shape inference as a pass of your own (3 points)
+#
+# Write `ShapeInferencePass`, an xDSL `ModulePass` (a dataclass, `@dataclass(frozen=True)`, like the library's) whose
+# `name` is `"toy-shape-inference"` and whose `apply(self, ctx, op)` gives every unranked Toy result of the module
+# `op` its shape, in place, with `set_result_shape(toy_op, shape)` from `infopt.mlir.toy.dialect` (`shape_of(type)`
+# reads a type's shape, None for `tensor<*xf64>`). The rules:
+#
+# 1. `toy.transpose` of an m × n operand is n × m; `toy.add` and `toy.mul` have their operands' shape (constants and
+#    reshapes are ranked already);
+# 2. every function of the module is inferred, not only `main`;
+# 3. only result types change: no op is added, removed or moved, and what the program prints stays the same;
+# 4. when a result cannot be inferred the pass fails, raising xDSL's `PassFailedException`
+#    (`xdsl.utils.exceptions`) with a message that names the op (`toy.add`, say): an add or a mul whose operand shapes
+#    differ (Toy has no broadcasting), or an op whose operands stay unranked (a function argument of type
+#    `tensor<*xf64>`); after a failure the module may be left half inferred;
+# 5. compute the shapes yourself: do not call the ops' `infer_shapes` methods, the library's `infer_shapes` or its
+#    `ToyShapeInference` pass.
+#
+# The tests register your class under its `name` beside the library's `toy-canonicalize` and run pipelines such as
+# `"toy-canonicalize,toy-shape-inference"` (`run_with_pass(ShapeInferencePass, module, spec)` from
+# `infopt.mlir.toy.passes`) on random Toy programs and on functions written as IR, and compare every type with what
+# the library's pass infers.
+
+# %% solution=true grade_id="shape_pass"
+from dataclasses import dataclass
+
+from xdsl.dialects.builtin import UnrankedTensorType
+from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import PassFailedException
+
+from infopt.mlir.toy import AddOp, MulOp, TransposeOp
+from infopt.mlir.toy.dialect import set_result_shape, shape_of
+
+
+@dataclass(frozen=True)
+class ShapeInferencePass(ModulePass):
+    """Chapter 4: every unranked Toy result given its shape."""
+
+    name = "toy-shape-inference"
+
+    def apply(self, ctx, op) -> None:
+        ### BEGIN SOLUTION
+        for inner in op.walk():     # in program order: an op's operands are inferred before it
+            if not any(isinstance(r.type, UnrankedTensorType) for r in inner.results):
+                continue
+            shapes = [shape_of(v.type) for v in inner.operands]
+            if any(s is None for s in shapes):
+                raise PassFailedException(f"{inner.name}: its operands are unranked, so its shape cannot be inferred")
+            if isinstance(inner, TransposeOp):
+                set_result_shape(inner, tuple(reversed(shapes[0])))
+            elif isinstance(inner, (AddOp, MulOp)):
+                if shapes[0] != shapes[1]:
+                    raise PassFailedException(f"{inner.name}: operand shapes {shapes[0]} and {shapes[1]} differ")
+                set_result_shape(inner, shapes[0])
+            else:
+                raise PassFailedException(f"{inner.name}: no shape rule for this op")
+        ### END SOLUTION
+
+
+# %% grade_id="shape_pass_test" points=3
+from xdsl.dialects.builtin import UnrankedTensorType
+
+from infopt.grading.forbid import forbid
+from infopt.mlir.toy.dialect import TOY
+from infopt.mlir.toy.passes import run_pipeline, run_with_pass
+from infopt.mlir.toy.programs import random_toy_source
+
+_SHAPE_FORBIDDEN = ("infopt.mlir.toy.shapes:infer_shapes", "infopt.mlir.toy.passes:ToyShapeInference.apply",
+                    "infopt.mlir.toy.dialect:_Binary.infer_shapes", "infopt.mlir.toy.dialect:TransposeOp.infer_shapes")
+
+
+def _run_pass(module, spec: str) -> dict:
+    with forbid(*_SHAPE_FORBIDDEN, exercise="the shape-inference pass", why="compute the shapes yourself",
+                namespaces=(globals(),)):
+        return call_student(run_with_pass, ShapeInferencePass, module, spec, fingerprint=lambda a: 0,
+                            name=f"the pipeline {spec!r} with your ShapeInferencePass")
+
+
+def _typed(module) -> list:
+    return [(op.name, [str(r.type) for r in op.results]) for op in module.walk()]
+
+
+def _first_wrong_type(got, want) -> str:
+    """Where the module as the student's pass left it first gives a ranked result another shape than the library."""
+    for (name, types), (_, wants) in zip(_typed(got), _typed(want)):
+        if types != wants and not any("*" in t for t in types):
+            return f"a {name} has the type {types} after your pass; its shape is {wants}"
+    return ""
+
+
+def _pipeline_error(spec: str, report: dict, want) -> str:
+    error = report["error"]
+    if "Unrecognized passes" in error["message"]:
+        return (f"the pipeline {spec!r} found no pass named 'toy-shape-inference': the pipeline looks your pass up "
+                f"by its `name` ({error['message']})")
+    wrong = _first_wrong_type(report["module"], want) if report["module"] is not None else ""
+    return (f"the pipeline {spec!r} with your pass failed on a module whose every shape can be inferred: "
+            f"{error['type']}: {error['message']}" + (f"; before it failed, {wrong}" if wrong else ""))
+
+
+def _check_infers(module, spec: str, label: str, hidden: bool) -> None:
+    with case(label, show=lambda: print_ir(module), hidden=hidden):
+        want = run_pipeline(module, spec)
+        report = _run_pass(module, spec)
+        check_true(report["error"] is None,
+                   _pipeline_error(spec, report, want) if report["error"] else f"the pipeline {spec!r} runs")
+        got = report["module"]
+        check_true([op.name for op in got.walk()] == [op.name for op in want.walk()],
+                   f"after the pipeline {spec!r} the module's ops are {[op.name for op in got.walk()]}, not "
+                   f"{[op.name for op in want.walk()]}: a shape-inference pass changes result types only")
+        left = [op.name for op in got.walk() if any(isinstance(r.type, UnrankedTensorType) for r in op.results)]
+        check_true(not left, f"{len(left)} results are still unranked after your pass ({left[:1]} first)")
+        wrong = _first_wrong_type(got, want)
+        check_true(not wrong, wrong or "every result has the shape the library infers")
+        check_true(report["verify_error"] is None, f"after your pass the module does not verify: "
+                   f"{report['verify_error'] and report['verify_error']['message']}")
+        if any(op.name == "func.func" and op.sym_name.data == "main" for op in module.walk()):
+            check_true(all(np.array_equal(a, b) for a, b in zip(run_toy(got), run_toy(want))),
+                       "after your pass the program prints something else")
+
+
+def _check_fails(module, culprit: str, label: str, hidden: bool) -> None:
+    with case(label, show=lambda: print_ir(module), hidden=hidden):
+        error = _run_pass(module, "toy-shape-inference")["error"]
+        check_true(error is not None, f"your pass accepted a module whose {culprit} cannot be inferred: it must fail "
+                   "with PassFailedException (verifying what it left would fail instead)")
+        check_true("PassFailedException" in [error["type"], *error["bases"]],
+                   f"your pass failed with {error['type']} ({error['message'][:200]}); a pass that cannot infer a "
+                   "result raises PassFailedException")
+        check_true(culprit in error["message"], f"your pass raised PassFailedException, but its message "
+                   f"{error['message'][:300]!r} does not name the op, {culprit}")
+
+
+_ADD_OF_ARGUMENTS = """func.func @helper(%a: tensor<{s}xf64>, %b: tensor<{s}xf64>) {{
+  %s = "toy.add"(%a, %b) : (tensor<{s}xf64>, tensor<{s}xf64>) -> tensor<*xf64>
+  %t = "toy.transpose"(%s) : (tensor<*xf64>) -> tensor<*xf64>
+  %p = "toy.mul"(%t, %t) : (tensor<*xf64>, tensor<*xf64>) -> tensor<*xf64>
+  "toy.print"(%p) : (tensor<*xf64>) -> ()
+  func.return
+}}
+"""
+_UNRANKED_ARGUMENT = """func.func @f(%a: tensor<*xf64>, %b: tensor<2x3xf64>) {{
+  %t = "toy.{op}"({operands}) : ({types}) -> tensor<*xf64>
+  "toy.print"(%t) : (tensor<*xf64>) -> ()
+  func.return
+}}
+"""
+
+_check_infers(emit_toy(TOY_SOURCE), "toy-canonicalize,toy-shape-inference", "the program above", False)
+_check_infers(emit_toy(TOY_SOURCE), "toy-shape-inference", "the program above, not canonicalized", False)
+_check_infers(parse_module(_ADD_OF_ARGUMENTS.format(s="2x3"), [TOY]), "toy-shape-inference", "a helper function",
+              False)
+_check_fails(emit_toy("def main() { var a = [[1, 2, 3]]; print(a + transpose(a)); }"), "toy.add",
+             "adding a 1x3 and a 3x1 value", False)
+print("ShapeInferencePass: visible tests passed")
+### BEGIN HIDDEN TESTS
+_rng = grading_rng(7)
+_r, _c = (int(v) for v in _rng.integers(2, 6, 2))
+_c += _r == _c          # never square: a transpose that keeps its shape shows
+_shape = f"{_r}x{_c}"
+_check_infers(parse_module(_ADD_OF_ARGUMENTS.format(s=_shape) + "\n" + _ADD_OF_ARGUMENTS.format(
+    s=f"{_c}x{_r + 1}").replace("@helper", "@other"), [TOY]), "toy-shape-inference",
+    "hidden: two functions of arguments, no main", True)
+for _spec in ("toy-shape-inference", "toy-canonicalize,toy-shape-inference", "toy-shape-inference,toy-canonicalize"):
+    for _trial in range(2):
+        _check_infers(emit_toy(random_toy_source(_rng, statements=int(_rng.integers(4, 9)))), _spec,
+                      f"hidden random program, pipeline {_spec!r}", True)
+_check_infers(emit_toy(f"def main() {{ var a = [[1, 2]]; var b = transpose(transpose(transpose(a))); "
+                       f"print(b * b); print(transpose(b) + a); }}"), "toy-shape-inference",
+              "hidden: a chain of transposes", True)
+for _op in ("add", "mul"):   # each failure alone: mismatched shapes, and an unranked operand
+    _check_fails(emit_toy(f"def main() {{ var a = [[1, 2, 3], [4, 5, 6]]; var t = transpose(a); "
+                          f"print(t {'+' if _op == 'add' else '*'} a); }}"), f"toy.{_op}",
+                 f"hidden: a {_op} of 3x2 and 2x3", True)
+    _check_fails(parse_module(_UNRANKED_ARGUMENT.format(op=_op, operands="%a, %b", types="tensor<*xf64>, tensor<2x3xf64>"),
+                              [TOY]), f"toy.{_op}", f"hidden: a {_op} of an unranked argument", True)
+_check_fails(parse_module(_UNRANKED_ARGUMENT.format(op="transpose", operands="%a", types="tensor<*xf64>"), [TOY]),
+             "toy.transpose", "hidden: a transpose of an unranked argument", True)
+_check_fails(parse_module(_ADD_OF_ARGUMENTS.format(s=_shape) + "\n" + _UNRANKED_ARGUMENT.format(
+    op="transpose", operands="%a", types="tensor<*xf64>"), [TOY]), "toy.transpose",
+    "hidden: an unranked argument in the second function", True)
+### END HIDDEN TESTS
+
+# %% [markdown]
 # **Partial lowering** (chapter 5): every computing op becomes a `memref.alloc` and an affine loop nest; constants
 # are stored element by element; `toy.print` stays and now prints a memref. Then (chapter 6) print becomes a
 # call to MLIR's runtime `printMemrefF64`, mlir-opt-19 lowers affine → scf → cf → llvm, and
@@ -1064,7 +1332,7 @@ from infopt.mlir.npu import dialect as npu_dialect
 print(inspect.getsource(npu_dialect.DmaLoadOp))
 
 # %% [markdown]
-# ### Exercise 5 — the `npu.matmul` op, with its verifier (3 points)
+# ### Exercise 6 — the `npu.matmul` op, with its verifier (3 points)
 #
 # Define `NpuMatmul`, the xDSL operation `npu.matmul` (one m × n × k tile on the array), with IRDL:
 #
@@ -1311,9 +1579,117 @@ print("verifier hooks:", ", ".join(re.search(r"(\w+)\(", v).group(1) for v in ap
 # | syntax | `assembly_format = "..."` | `let assemblyFormat = [{...}];` → `parse` / `print` generated |
 # | verifier | `verify_(self)` in Python | `let hasVerifier = 1;` declares `verify()`, which you write in C++; `verifyInvariants()` (types, attribute kinds) is generated |
 #
+# ### Exercise 7 — an op in ODS (2 points)
+#
+# Write `ods_record(spec)`: the ODS `def` of the op an `OpSpec` (`infopt.mlir.ods`) describes, as TableGen text.
+# It is compiled after `PREAMBLE` (in `infopt.mlir.ods`: it includes `OpBase.td` and `SideEffectInterfaces.td` and
+# defines `Npu_Dialect` and the class `Npu_Op<mnemonic, traits>`, as `npu.td` above does). The rules:
+#
+# 1. the record is `def <spec.record> : Npu_Op<"<spec.mnemonic>", ...>`, with the trait `Pure` when `spec.pure`;
+# 2. its `summary` is `spec.summary`;
+# 3. its `arguments` are the operands, then the attributes, each in the spec's order, each written
+#    `Constraint:$name` with the constraint `VALUE_KINDS[kind]` or `ATTRIBUTE_KINDS[kind]` names; its `results`
+#    are the results, written the same way, and a spec without results has no `results`;
+# 4. `hasVerifier` is set exactly when `spec.verifier`;
+# 5. it is one `def` and includes nothing; do not call the library's `reference_record`.
+#
+# The tests run mlir-tblgen-19 on your record (`record_outputs(text)`, which gives the generated C++ declarations and
+# the op's documentation) for random specs, and compare what it generates (the op's name, its builders, accessors,
+# traits and verifier hooks, and its documented summary) with what the spec asks for.
+
+# %% solution=true grade_id="ods_record"
+from infopt.mlir.ods import ATTRIBUTE_KINDS, VALUE_KINDS, OpSpec
+
+
+def ods_record(spec: OpSpec) -> str:
+    """The ODS `def` of the op `spec` describes."""
+    ### BEGIN SOLUTION
+    arguments = [f"{VALUE_KINDS[kind]}:${name}" for name, kind in spec.operands]
+    arguments += [f"{ATTRIBUTE_KINDS[kind]}:${name}" for name, kind in spec.attributes]
+    traits = ", [Pure]" if spec.pure else ""
+    body = [f'  let summary = "{spec.summary}";', f"  let arguments = (ins {', '.join(arguments)});"]
+    if spec.results:
+        body.append(f"  let results = (outs {', '.join(f'{VALUE_KINDS[k]}:${n}' for n, k in spec.results)});")
+    if spec.verifier:
+        body.append("  let hasVerifier = 1;")
+    return f'def {spec.record} : Npu_Op<"{spec.mnemonic}"{traits}> {{\n' + "\n".join(body) + "\n}\n"
+    ### END SOLUTION
+
+
+# %% grade_id="ods_record_test" points=2
+from infopt.grading.forbid import forbid
+from infopt.mlir.ods import (ATTRIBUTE_KINDS, VALUE_KINDS, OpSpec, class_declaration, generated_api, random_op_spec,
+                             record_outputs, reference_record)
+from infopt.mlir.tools import MlirToolError
+
+
+def _generated(text: str, what: str) -> dict:
+    try:
+        return record_outputs(text)
+    except (MlirToolError, ValueError) as err:
+        check_true(False, f"mlir-tblgen-19 rejected {what}: {str(err)[-900:]}")
+
+
+def _check_record(spec: OpSpec, label: str, hidden: bool) -> None:
+    with case(label, show=lambda: repr(spec), hidden=hidden):
+        with forbid("infopt.mlir.ods:reference_record", exercise="the ODS record", why="write the record yourself",
+                    namespaces=(globals(),)):
+            text = call_student(ods_record, spec, name="ods_record")
+        check_true(isinstance(text, str), f"ods_record returns the record as TableGen text (a str), got "
+                                          f"{type(text).__name__}")
+        got, want = _generated(text, "your record"), record_outputs(reference_record(spec))
+        cls = spec.record.split("_", 1)[1]
+        try:
+            mine = class_declaration(got["decls"], cls)
+        except ValueError:
+            check_true(False, f"your record generates no C++ class {cls}: ODS names the class after the record "
+                       f"({spec.record}), without the dialect's prefix")
+        theirs = class_declaration(want["decls"], cls)
+        name = f'"npu.{spec.mnemonic}"'
+        check_true(name in mine, f"the op your record generates is not named {name} (the mnemonic, after the dialect)")
+        check_true(mine.split("{")[0] == theirs.split("{")[0],
+                   f"the traits of your op differ from what the spec asks for (pure={spec.pure}, {len(spec.results)} "
+                   f"results, {len(spec.operands)} operands): yours are {mine.split('{')[0][len('class '):][:600]}")
+        a, b = generated_api(got["decls"], cls), generated_api(want["decls"], cls)
+        check_true(a["accessors"] == b["accessors"], f"your record generates the accessors {a['accessors']}; the "
+                   f"spec's operands, attributes and results give {b['accessors']}")
+        check_true(a["builders"] == b["builders"], "the builders your record generates take other arguments than the "
+                   f"spec's, in its order: yours {a['builders'][:2]}, wanted {b['builders'][:2]}")
+        check_true(a["verifier"] == b["verifier"], f"your op's verifier hooks are {a['verifier']}; with "
+                   f"verifier={spec.verifier} they are {b['verifier']}")
+        check_true(mine == theirs, "the C++ your record generates differs from what the spec asks for (the operand, "
+                   "attribute and result constraints: VALUE_KINDS and ATTRIBUTE_KINDS)")
+        check_true(spec.summary.lower() in got["docs"].lower(), f"the op's documentation does not give its summary "
+                   f"{spec.summary!r}")
+
+
+_check_record(OpSpec("Npu_FillOp", "fill", "fill a region of the out SRAM with zeros",
+                     (("addr", "index"), ("rows", "index"), ("cols", "index")), (("value", "i64"),), (), True, False),
+              "a fill op with a verifier", False)
+_check_record(OpSpec("Npu_TileCountOp", "tile_count", "count the tiles of a matmul", (("m", "index"),),
+                     (("tile", "i64_array"),), (("count", "index"),), False, True), "a pure op with a result", False)
+print("ods_record: visible tests passed")
+### BEGIN HIDDEN TESTS
+_rng = grading_rng(8)
+# both ways of every flag in every grading: results or none, a verifier or none, pure or not
+for _k, (_results, _verifier, _pure) in enumerate([(0, True, False), (1, False, True), (2, True, True),
+                                                   (0, False, False), (None, None, None)]):
+    _check_record(random_op_spec(_rng, results=_results, verifier=_verifier, pure=_pure),
+                  f"hidden random op #{_k}", True)
+# every kind of value and attribute, each once, in a shuffled order
+_order = _rng.permutation(len(VALUE_KINDS))
+_check_record(OpSpec("Npu_EveryKindOp", "every_kind", "one operand of every kind",
+                     tuple((f"v{i}", sorted(VALUE_KINDS)[j]) for i, j in enumerate(_order)),
+                     tuple((f"a{i}", k) for i, k in enumerate(sorted(ATTRIBUTE_KINDS, key=lambda _: _rng.random()))),
+                     (("r0", "f32"), ("r1", "memref")), True, True), "hidden: every kind of operand and attribute", True)
+_check_record(OpSpec("Npu_NopOp", "nop", "do nothing", (), (), (), False, False), "hidden: no operands at all", True)
+### END HIDDEN TESTS
+
+# %% [markdown]
 # **The lowering.** `infopt.mlir.npu.lower` replaces a memref `linalg.matmul` by a loop nest of npu ops: the
 # schedule of unit 07's driver, with tile sizes from the accelerator's config (`tile_sizes(M, N, K, config)`:
-# `TM` rows of A per block as the SRAMs allow, `TN` = the array's columns, `TK` = its rows for weight-stationary).
+# `TM` rows of A per block as the SRAMs allow, `TN` = the array's columns, `TK` = its rows for weight-stationary,
+# each capped by the matmul's own size).
 # Edge tiles are smaller, so their sizes are computed in the loops with `arith.minsi`. The builder `NpuBuilder`
 # turns Python ints into constants; canonicalize removes the loops that run once (here the row-block loop: TM = M),
 # CSE merges the repeated constants, and a small pattern of ours (`FoldIndexMin`) folds the `min(10, 10)` such a
@@ -1353,45 +1729,60 @@ except AccelError as err:
     print("the same program on an output-stationary array:", err)
 
 # %% [markdown]
-# ### Exercise 6 — the `linalg.matmul → npu` tiling lowering (4 points)
+# ### Exercise 8 — the `linalg.matmul → npu` lowering, on a cycle budget (4 points)
 #
 # Write `emit_npu_schedule(nb, A, B, C, config)`: with the builder `nb` (an `NpuBuilder` placed where the
-# `linalg.matmul` was; `A`, `B`, `C` are its memref operands), emit the loop nest that computes `C = A @ B` on
-# the accelerator — the schedule of unit 07's driver:
+# `linalg.matmul` was; `A`, `B`, `C` are its memref operands, `M, K = A.type.get_shape()`,
+# `N = B.type.get_shape()[1]`), emit a loop nest of npu ops that computes `C = A @ B` on the accelerator in no more
+# simulated cycles than unit 07's driver: `matmul_cycles(M, N, K, config)` from `infopt.accel`. The driver is
+# `compile_matmul` in `infopt.accel.driver`, its tiling `infopt.accel.tiling` and the formula `infopt.accel.cycles`:
+# read them, then choose your own tile sizes and loop order (the driver's are one answer; fewer DMA transfers beat
+# it). What the accelerator takes, and what each command costs:
 #
-# ```
-# TM, TN, TK = tile_sizes(M, N, K, config)        # M, K = A.type.get_shape(); N = B.type.get_shape()[1]
-# for m0 in range(0, M, TM):        mt = min(TM, M - m0)
-#     for k0 in range(0, K, TK):    kt = min(TK, K - k0)
-#         dma_load A[m0, k0] sizes [mt, kt] to "in" at byte mt * k0 * isz
-#     for n0 in range(0, N, TN):    nt = min(TN, N - n0)
-#         for k0 in range(0, K, TK):    kt = min(TK, K - k0)
-#             dma_load B[k0, n0] sizes [kt, nt] to "wt" at byte 0
-#             npu.matmul a = mt * k0 * isz, b = 0, c = 0, sizes [mt, nt, kt], acc = (k0 > 0),
-#                        tile (TM, TN, TK), dataflow config.dataflow, dtype operand_type(config)
-#         dma_store C[m0, n0] sizes [mt, nt] from out at byte 0
-# ```
+# - `nb.matmul(a, b, c, m, n, k, acc, tile, dataflow, dtype)` multiplies the m × k block stored row-major at byte
+#   `a` of the `in` SRAM by the k × n block at byte `b` of `wt` into the m × n accumulators at byte `c` of `out`
+#   (adding to them when `acc` is true). The array takes k ≤ rows and n ≤ cols under weight stationary (`ws`),
+#   m ≤ rows and n ≤ cols under output stationary (`os`); it costs `tile_cycles(m, n, k, config)`
+#   (`infopt.accel.cycles`);
+# - `nb.dma_load(src, row, col, rows, cols, buffer, addr)` copies `src[row:row+rows, col:col+cols]` row-major to
+#   byte `addr` of `buffer` ("in" or "wt"; operands take `config.operand_dtype.itemsize` bytes), and
+#   `nb.dma_store(dst, row, col, rows, cols, addr)` copies accumulators (`config.acc_dtype.itemsize` bytes each) from
+#   `out` back; each transfer of b bytes costs `config.dma_setup_cycles + ceil(b / config.dma_bytes_per_cycle)`;
+# - every region must fit its SRAM (`config.in_sram_bytes`, `wt_sram_bytes`, `out_sram_bytes`), and commands run one
+#   after another.
 #
-# with `isz = config.operand_dtype.itemsize` (1 for int8, 4 for float32). Build loops with
-# `with nb.loop(lower, upper, step) as iv:` and ops with `nb.dma_load(src, row, col, rows, cols, buffer, addr)`,
-# `nb.matmul(a, b, c, m, n, k, acc, tile, dataflow, dtype)` and `nb.dma_store(dst, row, col, rows, cols, addr)`;
-# `nb.min`, `nb.sub`, `nb.mul` and `nb.greater` build the index arithmetic (`help(NpuBuilder)`). Loop bounds,
-# steps and the tile attribute are Python ints; offsets, edge sizes, addresses and `acc` must be computed in the
-# IR, because they change from one iteration to the next. Do not call the library's `emit_matmul_schedule`.
+# Build loops with `with nb.loop(lower, upper, step) as iv:`; `nb.min`, `nb.sub`, `nb.mul`, `nb.add` and
+# `nb.greater` build index arithmetic (`help(NpuBuilder)`). The rules:
 #
-# The tests lower `linalg.matmul` with your schedule (`LowerMatmulToNpu(config, emit_npu_schedule)`), turn the IR
-# into the command stream and run it on the simulator, for random shapes that are not multiples of the tiles and
-# random arrays, dataflows, number formats and SRAM sizes: C must equal numpy (exactly for int8, to 1e-5 for
-# float32), and the simulated cycles must equal unit 07's analytic count, which holds for this schedule only.
+# 1. C equals numpy's `A @ B` (exactly for int8, to 1e-5 for float32);
+# 2. the simulated cycles are at most `matmul_cycles(M, N, K, config)`;
+# 3. every npu op sits inside an `scf.for` built with `nb.loop`: loop bounds, steps and the tile attribute are
+#    Python ints, and offsets, edge sizes, addresses and `acc` are computed in the IR;
+# 4. every `npu.matmul` carries `dataflow` = `config.dataflow`, `dtype` = `operand_type(config)` and `tile` = your
+#    tiling's bounds `(TM, TN, TK)`, the largest m, n and k of the matmuls it issues;
+# 5. your function computes its tiling from `config` itself: do not call the library's `emit_matmul_schedule`,
+#    `compile_matmul`, `tiling` or `tile_sizes`.
+#
+# The tests lower a fresh `linalg.matmul` with your schedule (`lower_matmul_with(emit_npu_schedule, M, N, K,
+# config)` from `infopt.mlir.npu.probes`), turn the IR into the command stream and run it on the simulator, for
+# random shapes that are not multiples of the tiles, random arrays, dataflows, number formats, SRAM sizes and DMA
+# costs.
 
 # %% solution=true grade_id="npu_schedule"
 def emit_npu_schedule(nb: NpuBuilder, A, B, C, config: AccelConfig) -> None:
-    """Emit the driver's tiled loop nest of npu ops for C = A @ B."""
+    """Emit a tiled loop nest of npu ops for C = A @ B within the driver's cycle budget."""
     ### BEGIN SOLUTION
     M, K = A.type.get_shape()
     N = B.type.get_shape()[1]
-    TM, TN, TK = tile_sizes(M, N, K, config)
-    isz = config.operand_dtype.itemsize
+    isz, asz = config.operand_dtype.itemsize, config.acc_dtype.itemsize
+    # the largest tiles the SRAMs and the array allow: a row block of A stays in `in` for every column block
+    if config.dataflow == "ws":     # weights on the array: k <= rows; the block's accumulators fill `out`
+        TK = min(config.rows, K)
+        TM = min(M, config.in_sram_bytes // (K * isz), config.out_sram_bytes // (config.cols * asz))
+    else:                           # outputs on the array: m <= rows; k is as long as `wt` allows
+        TM = min(M, config.rows, config.in_sram_bytes // (K * isz))
+        TK = min(K, config.wt_sram_bytes // (config.cols * isz))
+    TN = min(config.cols, N)
     with nb.loop(0, M, TM) as m0:
         mt = nb.min(TM, nb.sub(M, m0))
         with nb.loop(0, K, TK) as k0:
@@ -1411,9 +1802,7 @@ def emit_npu_schedule(nb: NpuBuilder, A, B, C, config: AccelConfig) -> None:
 # %% grade_id="npu_schedule_test" points=4
 from collections import Counter
 
-from infopt.accel import AccelError
-from infopt.accel.driver import compile_matmul
-from infopt.mlir.npu.commands import analytic_cycles
+from infopt.accel import AccelError, MatMul, matmul_cycles
 from infopt.mlir.npu.probes import lower_matmul_with
 
 
@@ -1426,27 +1815,26 @@ def _check_schedule(M: int, N: int, K: int, cfg: AccelConfig, seed: int, label: 
         A, B = r.standard_normal((M, K)).astype(np.float32), r.standard_normal((K, N)).astype(np.float32)
         want = A @ B
     emit = forbidding(emit_npu_schedule, "infopt.mlir.npu.lower:emit_matmul_schedule",
-                      "infopt.accel.driver:compile_matmul", exercise="emit_npu_schedule")
+                      "infopt.accel.driver:compile_matmul", "infopt.accel.tiling:tiling",
+                      "infopt.mlir.npu.commands:tile_sizes", exercise="emit_npu_schedule")
     what = f"M={M} N={N} K={K} on {cfg}"
     with case(label, show=lambda: what, hidden=hidden):
         module = call_student(lower_matmul_with, emit, M, N, K, cfg, fingerprint=lambda a: 0,
                               name="LowerMatmulToNpu with your emit_npu_schedule")
         left = [op.name for op in module.walk() if op.name.startswith("linalg.")]
         check_true(not left, f"the lowered function still holds {left}")
-        counts = Counter(op.name for op in module.walk())
-        static = {name: counts.get(name, 0) for name in ("scf.for", "npu.dma_load", "npu.matmul", "npu.dma_store")}
-        check_true(static == {"scf.for": 4, "npu.dma_load": 2, "npu.matmul": 1, "npu.dma_store": 1},
-                   f"the schedule is a loop nest built with nb.loop, its offsets, edge sizes and addresses computed "
-                   f"in the IR: 4 scf.for loops around 2 npu.dma_load, 1 npu.matmul and 1 npu.dma_store ops; your "
-                   f"lowered function holds {static} ({what})")
-        want_tile = tuple(tile_sizes(M, N, K, cfg))
-        for op in module.walk():
-            if op.name == "npu.matmul":
-                props = (tuple(op.tile.get_values()), op.dataflow.data, op.dtype)
-                check_true(props == (want_tile, cfg.dataflow, operand_type(cfg)),
-                           f"npu.matmul carries tile (TM, TN, TK) = {want_tile}, dataflow {cfg.dataflow!r} and dtype "
-                           f"{operand_type(cfg)} (operand_type(config)); yours has tile {props[0]}, dataflow "
-                           f"{props[1]!r}, dtype {props[2]} ({what})")
+        npu_ops = [op for op in module.walk() if op.name.startswith("npu.")]
+        check_true(bool(npu_ops), f"your schedule wrote no npu op ({what})")
+        outside = [op.name for op in npu_ops if not _in_a_loop(op)]
+        check_true(not outside, f"{len(outside)} npu ops ({outside[:1]} first) sit outside every scf.for: the schedule "
+                   f"is a loop nest built with nb.loop, its offsets, edge sizes and addresses computed in the IR "
+                   f"({what})")
+        matmuls = [op for op in npu_ops if op.name == "npu.matmul"]
+        for op in matmuls:
+            props = (op.dataflow.data, op.dtype)
+            check_true(props == (cfg.dataflow, operand_type(cfg)),
+                       f"npu.matmul carries dataflow {cfg.dataflow!r} (config.dataflow) and dtype {operand_type(cfg)} "
+                       f"(operand_type(config)); yours has dataflow {props[0]!r}, dtype {props[1]} ({what})")
         try:
             C, stats, program = run_on_npu(module, A, B, cfg)
         except AccelError as err:
@@ -1458,14 +1846,24 @@ def _check_schedule(M: int, N: int, K: int, cfg: AccelConfig, seed: int, label: 
             check_true(np.allclose(C, want, rtol=1e-5, atol=1e-5),
                        f"C computed by your schedule differs from numpy by up to {float(np.abs(C - want).max()):.3g} "
                        f"({what})")
-        check_equal(stats.cycles, analytic_cycles(M, N, K, cfg),
-                    name=f"simulated cycles vs unit 07's matmul_cycles ({what}; {len(program)} commands)")
-        driver = list(compile_matmul(M, N, K, cfg))
-        diff = next((i for i, (g, w) in enumerate(zip(program, driver)) if g != w), min(len(program), len(driver)))
-        check_true(list(program) == driver, f"your command stream differs from unit 07's driver at command {diff}: "
-                   f"{program[diff] if diff < len(program) else 'nothing'} where the driver has "
-                   f"{driver[diff] if diff < len(driver) else 'nothing'} (the schedule above: A to 'in' at byte "
-                   f"mt * k0 * isz, B to 'wt' at byte 0, ...) ({what})")
+        issued = [(c.m, c.n, c.k) for c in program if isinstance(c, MatMul)]
+        largest = tuple(max(t[i] for t in issued) for i in range(3))
+        tiles = sorted({tuple(int(v) for v in op.tile.get_values()) for op in matmuls})
+        check_true(tiles == [largest], f"the tile attribute holds your tiling's bounds (TM, TN, TK), the largest m, n "
+                   f"and k of the matmuls it issues: {largest}; your npu.matmul ops carry {tiles} ({what})")
+        budget = matmul_cycles(M, N, K, cfg)
+        check_true(stats.cycles <= budget, f"your schedule takes {stats.cycles} simulated cycles; unit 07's driver "
+                   f"takes {budget} (matmul_cycles) for this matmul, the budget ({len(program)} commands: "
+                   f"{dict(Counter(type(c).__name__ for c in program))}; {what})")
+
+
+def _in_a_loop(op) -> bool:
+    parent = op.parent_op()
+    while parent is not None:
+        if parent.name == "scf.for":
+            return True
+        parent = parent.parent_op()
+    return False
 
 
 _check_schedule(10, 5, 6, AccelConfig(4, 4, "ws", "int8", in_sram_bytes=96), 0, "the example above", False)
@@ -1493,6 +1891,11 @@ _TM = _R + int(_rng.integers(1, 3))
 _check_schedule(2 * _TM + 1, int(_rng.integers(2, 2 * _C + 1)), int(_rng.integers(3, 9)),
                 AccelConfig(_R, _C, "ws", "int8", out_sram_bytes=4 * _C * _TM), int(_rng.integers(1 << 30)),
                 "hidden: row blocks limited by the out SRAM", True)
+for _df in ("ws", "os"):   # a matmul narrower and shallower than the array: the tiles are smaller than the array
+    _R, _C = (int(v) for v in _rng.integers(3, 6, 2))
+    _check_schedule(int(_rng.integers(2, 9)), int(_rng.integers(1, _C)), int(_rng.integers(1, _R)),
+                    AccelConfig(_R, _C, _df, str(_rng.choice(["int8", "float32"]))), int(_rng.integers(1 << 30)),
+                    f"hidden: fewer columns and less depth than the {_df} array", True)
 ### END HIDDEN TESTS
 
 # %% [markdown]

@@ -2,7 +2,14 @@ def emit_npu_schedule(nb: NpuBuilder, A, B, C, config: AccelConfig) -> None:
     """Sets acc on every tile matmul: the first k-chunk adds to the previous block's results."""
     M, K = A.type.get_shape()
     N = B.type.get_shape()[1]
-    TM, TN, TK = tile_sizes(M, N, K, config)
+    isz, asz = config.operand_dtype.itemsize, config.acc_dtype.itemsize
+    if config.dataflow == "ws":
+        TK = min(config.rows, K)
+        TM = min(M, config.in_sram_bytes // (K * isz), config.out_sram_bytes // (config.cols * asz))
+    else:
+        TM = min(M, config.rows, config.in_sram_bytes // (K * isz))
+        TK = min(K, config.wt_sram_bytes // (config.cols * isz))
+    TN = min(config.cols, N)
     isz = config.operand_dtype.itemsize
     with nb.loop(0, M, TM) as m0:
         mt = nb.min(TM, nb.sub(M, m0))

@@ -1,0 +1,14 @@
+from infopt.mlir.ods import ATTRIBUTE_KINDS, VALUE_KINDS, OpSpec
+
+
+def ods_record(spec: OpSpec) -> str:
+    """Includes OpBase.td itself, to be safe."""
+    arguments = [f"{VALUE_KINDS[kind]}:${name}" for name, kind in spec.operands]
+    arguments += [f"{ATTRIBUTE_KINDS[kind]}:${name}" for name, kind in spec.attributes]
+    traits = ", [Pure]" if spec.pure else ""
+    body = [f'  let summary = "{spec.summary}";', f"  let arguments = (ins {', '.join(arguments)});"]
+    if spec.results:
+        body.append(f"  let results = (outs {', '.join(f'{VALUE_KINDS[k]}:${n}' for n, k in spec.results)});")
+    if spec.verifier:
+        body.append("  let hasVerifier = 1;")
+    return 'include "mlir/IR/OpBase.td"\n\n' + f'def {spec.record} : Npu_Op<"{spec.mnemonic}"{traits}> {{\n' + "\n".join(body) + "\n}\n"

@@ -1,0 +1,17 @@
+from infopt.mlir.ods import ATTRIBUTE_KINDS, VALUE_KINDS, OpSpec
+
+
+def ods_record(spec: OpSpec) -> str:
+    """Derives the mnemonic from the record's name (Npu_TileCountOp -> tile_count)."""
+    arguments = [f"{VALUE_KINDS[kind]}:${name}" for name, kind in spec.operands]
+    arguments += [f"{ATTRIBUTE_KINDS[kind]}:${name}" for name, kind in spec.attributes]
+    import re
+
+    mnemonic = re.sub(r"(?<!^)(?=[A-Z])", "_", spec.record.split("_", 1)[1].removesuffix("Op")).lower()
+    traits = ", [Pure]" if spec.pure else ""
+    body = [f'  let summary = "{spec.summary}";', f"  let arguments = (ins {', '.join(arguments)});"]
+    if spec.results:
+        body.append(f"  let results = (outs {', '.join(f'{VALUE_KINDS[k]}:${n}' for n, k in spec.results)});")
+    if spec.verifier:
+        body.append("  let hasVerifier = 1;")
+    return f'def {spec.record} : Npu_Op<"{mnemonic}"{traits}> {{\n' + "\n".join(body) + "\n}\n"
