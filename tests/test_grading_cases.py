@@ -157,3 +157,61 @@ def test_a_module_imported_while_a_guard_is_on_gets_the_originals_back():
             "print('ok')\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.stdout.strip() == "ok", out.stderr[-2000:]
+
+
+def test_a_forbidden_function_held_where_no_name_reaches_trips_and_comes_back(monkeypatch):
+    """A reference kept in a tuple, a dict, a functools.partial, a class attribute or a bound method (made before the
+    guard, as a student's cell would) trips too: the function's own code raises while the guard is on. A forbidden
+    class's own methods trip, its comparisons and hash do not; a closure's and a `super()` method's code are swapped
+    as well. Everything works again after the guard."""
+    import functools
+    import sys
+    import types
+
+    from infopt.grading.forbid import code_targets
+
+    module = types.ModuleType("forbid_probe")
+    exec("def make():\n    factor = 3\n    def scaled(x):\n        return x * factor\n    return scaled\n"
+         "scaled = make()\n"
+         "class Base:\n    def value(self):\n        return 1\n"
+         "class Child(Base):\n    def __init__(self, k=1):\n        self.k = k\n"
+         "    def value(self):\n        return super().value() + self.k\n"
+         "    def __eq__(self, other):\n        return True\n    __hash__ = object.__hash__\n", module.__dict__)
+    monkeypatch.setitem(sys.modules, "forbid_probe", module)
+    scaled, Child = module.scaled, module.Child
+    held = {"tuple": (scaled,), "dict": {"k": scaled}, "partial": functools.partial(scaled, 2),
+            "class": type("Holder", (), {"f": staticmethod(scaled)})}
+    instance = Child()
+    bound = instance.value
+    with forbid("forbid_probe:scaled", exercise="the scaling"):
+        for route in (lambda: held["tuple"][0](2), lambda: held["dict"]["k"](2), held["partial"],
+                      lambda: held["class"].f(2)):
+            with pytest.raises(ForbiddenCall, match="write the scaling yourself; your code called forbid_probe.scaled"):
+                route()
+    with forbid("forbid_probe:Child", exercise="the child"):
+        for route in (lambda: Child(), bound, lambda: held["tuple"][0](2) and instance.value()):
+            with pytest.raises(ForbiddenCall, match="forbid_probe.Child"):
+                route()
+        assert instance == instance and hash(instance) == hash(instance)   # dunders other than __init__/__call__
+    with forbid("forbid_probe:Child.value", exercise="the value"):
+        with pytest.raises(ForbiddenCall, match="forbid_probe.Child.value"):
+            bound()
+    assert scaled(2) == 6 and held["partial"]() == 6 and bound() == 2 and Child(5).value() == 6
+    assert {f.__name__ for f in code_targets(Child)} == {"__init__", "value"}
+
+
+def test_a_target_already_replaced_by_a_tripwire_is_left_alone():
+    """In a clean room the guarded objects are tripwires before the guard opens (every attribute read of one trips):
+    the guard must not read them to swap their code."""
+    import infopt.passes.dce as dce
+    from infopt.grading.forbid import code_targets, tripwire
+
+    wire = tripwire("infopt.passes.dce:live_nodes", dce.live_nodes, "x", "")
+    assert code_targets(wire) == []
+    original = dce.live_nodes
+    try:
+        dce.live_nodes = wire
+        with forbid("infopt.passes.dce:live_nodes", exercise="x"):
+            pass
+    finally:
+        dce.live_nodes = original

@@ -323,7 +323,9 @@ def {func}(graph):
         type.__setattr__(cls, "topo" + "sort", armed)
 """
 # The same, from a function that needs a name only the student's kernel has (get_ipython), so it cannot run in the
-# clean room and falls back to the kernel: it keeps its points there, and is flagged.
+# clean room and falls back to the kernel: there the guard swaps the forbidden method's code while it is on, so the
+# original kept in a list trips too, and the exercise scores as the wrong code does (a fallback that answers is flagged:
+# tests/test_grading_clean_room.py).
 RESTORE_OUTSIDE_ROOM = RESTORE_AND_REARM.replace("    import infopt.ir.graph as g\n",
                                                  "    get_ipython\n    import infopt.ir.graph as g\n")
 # Found by a blind red team against the clean room: read the guarded module's source through a folder handle (the
@@ -458,7 +460,7 @@ UNIT01_CASES = [
     Case("r1_restore_and_rearm", "puts the library's toposort back during its own call and re-arms the tripwire",
          "append", RESTORE_AND_REARM, target="topo", score="full_minus_target"),
     Case("r2_restore_outside_room", "the same, from a function that cannot run outside the student's kernel",
-         "append", RESTORE_OUTSIDE_ROOM, target="topo", status="flagged", flag="clean room"),
+         "append", RESTORE_OUTSIDE_ROOM, target="topo", score="full_minus_target"),
     Case("r3_reload_by_folder_handle", "runs a fresh copy of the guarded module, its source read through a folder "
          "handle", "append", RELOAD_BY_FOLDER_HANDLE, target="topo", score="full_minus_target"),
     Case("r4_fake_harness_error", "raises the grader's own HarnessError (the row must not read as a grader bug)",

@@ -30,7 +30,7 @@ def candidates(folder: Path) -> dict[str, tuple[str, str]]:
 
 def main(argv: list[str] | None = None) -> int:
     from autograder import release
-    from tests.notebooks.fastpath import Variant, run_fast_path
+    from tests.notebooks.fastpath import Variant, job_cells, run_fast_path
     from tests.notebooks.harness import CELL_TIMEOUT_S, exercise_order
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -47,8 +47,20 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"no exercise {unknown} in {args.unit}; its exercises are {known}")
     seeds = tuple(range(1, args.seeds + 1))
     variants = [Variant(aid, ex, code, seeds=seeds) for aid, (ex, code) in answers.items()]
+    # the solution itself, graded the same way: an answer's rejection means nothing where the solution fails too
+    solutions = {c["grade_id"]: c["source"] for c in job_cells(source_nb) if c["role"] == "solution"}
+    exercises = sorted({ex for ex, _ in answers.values()})
+    variants += [Variant(f"control:{ex}", ex, solutions[ex], seeds=seeds) for ex in exercises]
     result = run_fast_path(source_nb, variants, release.data_dir(args.unit, release.SOLUTIONS),
                            cell_timeout_s=CELL_TIMEOUT_S, budget_s=3600)
+    broken = []
+    for ex in exercises:
+        outs = [result.variants[f"control:{ex}@seed{s}"] for s in seeds]
+        if any(o.score < o.max for o in outs):
+            failed = next(o for o in outs if o.score < o.max)
+            broken.append(ex)
+            print(f"CONTROL FAILED  {ex}: the solution itself scores {[o.score for o in outs]} of {outs[0].max:g}, "
+                  f"so the answers below prove nothing for it\n    " + failed.message[:700].replace("\n", "\n    "))
     rows, holes = [], 0
     for aid in answers:
         outs = [result.variants[f"{aid}@seed{s}"] for s in seeds]
@@ -64,6 +76,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\n{holes} of {len(answers)} answers earned points under at least one of {len(seeds)} seeds")
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
+    if broken:
+        print(f"the solution itself lost points on {broken}: fix the tests before reading the rejections above")
+        return 1
     return 0
 
 

@@ -33,7 +33,8 @@ import weakref
 from typing import Any
 
 from . import wire
-from .forbid import ANY_PROGRAM, expand_targets, replace_everywhere, resolve_target, tripwire
+from .forbid import (ANY_PROGRAM, expand_targets, replace_everywhere, resolve_target, swap_code, tripwire,
+                     wire_message)
 
 _PROC_MEMORY = re.compile(r"^/proc/[^/]+/(mem|maps|smaps|map_files|pagemap)(/|$)")
 _REFUSED_EVENTS = {
@@ -65,8 +66,11 @@ def isolate(guards: list[dict]) -> list[str]:
         wire_ = tripwire(str(target), original, str(guard.get("exercise", "")), str(guard.get("why", "")))
         replace_everywhere(owner, attr, original, wire_)
         if not str(target).startswith("infopt."):
-            continue   # another package's function (torch's conv): replaced as in the kernel, but that
-                       # package's internals still hold it, so it cannot be removed for good
+            # another package's function or class (torch's conv, xDSL's lowering pass): that package's internals
+            # and registries still hold it, so it cannot be removed; its code raises instead, for good (a room
+            # serves one guard set)
+            swap_code(original, wire_message(str(target), str(guard.get("exercise", "")), str(guard.get("why", ""))))
+            continue
         _replace_referrers(original, wire_)
         try:
             refs.append((str(target), weakref.ref(original)))

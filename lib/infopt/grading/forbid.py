@@ -11,7 +11,10 @@ on, every reference to the target's object that the student's code could reach i
 attribute itself, every infopt module that re-exports the same object (infopt.passes and infopt.passes.dce both
 hold DeadCodeElimination), and every global of the student's function (and of the
 notebook's namespace) bound to it, so `from infopt.passes import DeadCodeElimination` done earlier does not get
-around it. The test's own reference code runs outside the guard and sees the real object.
+around it. Beyond the names, a forbidden Python function (and each method a forbidden class defines) has its code
+swapped for code that raises while the guard is on, so a reference kept where no name reaches (a tuple, a dict, a
+`functools.partial`, a bound method, another library's registry) trips too. The test's own reference code runs outside
+the guard and sees the real object.
 """
 from __future__ import annotations
 
@@ -90,10 +93,15 @@ def expand_targets(targets: tuple[str, ...] | list[str]) -> tuple[str, ...]:
     return tuple(out)
 
 
+def wire_message(target: str, exercise: str, why: str) -> str:
+    """What a student is told who called the forbidden `target`."""
+    return (f"this exercise asks you to write {exercise} yourself; your code called {target.replace(':', '.')}"
+            + (f" ({why})" if why else ""))
+
+
 def tripwire(target: str, original: Any, exercise: str, why: str) -> Any:
     """A stand-in for `original` that raises ForbiddenCall when called, instantiated or its attributes read."""
-    message = (f"this exercise asks you to write {exercise} yourself; your code called {target.replace(':', '.')}"
-               + (f" ({why})" if why else ""))
+    message = wire_message(target, exercise, why)
 
     class Tripwire:
         __name__ = getattr(original, "__name__", "tripwire")
@@ -139,6 +147,51 @@ def replace_everywhere(owner: Any, attr: str, original: Any, wire: Any, namespac
         if cell.cell_contents is original:
             patches.append((cell, "cell_contents", original))
             cell.cell_contents = wire
+    return patches
+
+
+def _tripping_code(fn: types.FunctionType, message: str) -> types.CodeType:
+    """Code that raises ForbiddenCall(message) with `fn`'s free variables (a function's code may only be swapped for
+    code with as many), and `fn`'s name for tracebacks."""
+    free = fn.__code__.co_freevars
+    lines = ["def _outer():", *(f"    {v} = None" for v in free), "    def _trip(*args, **kwargs):"]
+    if free:
+        lines.append(f"        ({', '.join(free)},)")          # keeps them free variables of _trip
+    lines += ["        from infopt.grading.forbid import ForbiddenCall",
+              f"        raise ForbiddenCall({message!r})", "    return _trip"]
+    scope: dict[str, Any] = {}
+    exec(compile("\n".join(lines), f"<forbidden: {fn.__qualname__}>", "exec"), scope)  # noqa: S102 (our own text)
+    code = scope["_outer"]().__code__
+    return code.replace(co_name=fn.__code__.co_name, co_qualname=fn.__qualname__)
+
+
+def code_targets(original: Any) -> list[types.FunctionType]:
+    """The Python functions whose code stands for `original`: the function itself (a method's underlying function),
+    or for a class the functions it defines itself (its methods, `__init__` and `__call__`; not the other dunders,
+    which dicts and comparisons call on the library's own objects)."""
+    if type(original).__name__ == "Tripwire":   # already removed (a clean room): every attribute read trips
+        return []
+    fn = original.__func__ if isinstance(original, (types.MethodType, staticmethod, classmethod)) else original
+    if isinstance(fn, types.FunctionType):
+        return [fn]
+    if not isinstance(original, type):
+        return []
+    found = []
+    for name, member in vars(original).items():
+        if isinstance(member, (staticmethod, classmethod)):
+            member = member.__func__
+        if isinstance(member, types.FunctionType) and (not name.startswith("__") or name in ("__init__", "__call__")):
+            found.append(member)
+    return found
+
+
+def swap_code(original: Any, message: str) -> list[tuple[Any, str, Any]]:
+    """Make `original` (a function, or a class's own methods) raise ForbiddenCall(message) wherever it is held; the
+    patches that undo it."""
+    patches: list[tuple[Any, str, Any]] = []
+    for fn in code_targets(original):
+        patches.append((fn, "__code__", fn.__code__))
+        fn.__code__ = _tripping_code(fn, message)
     return patches
 
 
@@ -208,6 +261,7 @@ def forbid(*targets: str, exercise: str, why: str = "", namespaces: tuple[dict, 
             wire = tripwire(target, original, exercise, why)
             wires[id(wire)] = original
             patches += replace_everywhere(owner, attr, original, wire, namespaces, closures)
+            patches += swap_code(original, wire_message(target, exercise, why))
         yield
     finally:
         if programs:
