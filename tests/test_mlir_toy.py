@@ -155,3 +155,46 @@ def test_run_with_pass_tells_a_pass_that_refused_from_a_result_that_does_not_ver
     assert refused["module"] is not None          # as the pass left it, for the feedback to show
     clean = run_with_pass(ToyShapeInference, emit_toy(SOURCES[2]), "toy-shape-inference")
     assert clean["error"] is None and clean["verify_error"] is None
+
+
+def test_run_with_pass_names_the_ops_a_pass_replaced_though_the_printed_module_is_the_same():
+    """A pass that swaps ops for new ones of the inferred type gives a module of the same types as one that retypes
+    them in place: run_with_pass's "changed_ops" tells them apart (and says nothing of the library's
+    canonicalization, which runs first)."""
+    from xdsl.dialects.builtin import UnrankedTensorType
+    from xdsl.passes import ModulePass
+
+    from infopt.mlir.toy.passes import ToyShapeInference, run_with_pass
+
+    class Replacing(ModulePass):
+        name = "toy-shape-inference"
+
+        def apply(self, ctx, op):
+            ToyShapeInference().apply(ctx, op)           # the shapes, then every op swapped for a copy
+            for inner in list(op.walk()):
+                if inner.name in ("toy.add", "toy.mul", "toy.transpose"):
+                    copy = inner.clone()
+                    inner.parent_block().insert_op_before(copy, inner)
+                    for old, new in zip(inner.results, copy.results):
+                        old.replace_all_uses_with(new)
+                    inner.detach()
+                    inner.erase()
+
+    module = emit_toy(SOURCES[2])
+    library = run_with_pass(ToyShapeInference, module, "toy-canonicalize,toy-shape-inference")
+    replacing = run_with_pass(Replacing, module, "toy-canonicalize,toy-shape-inference")
+    assert library["changed_ops"] == [] and replacing["error"] is None and replacing["verify_error"] is None
+    assert replacing["changed_ops"] and all(c.split()[0] in ("added", "removed") for c in replacing["changed_ops"])
+    assert not any(isinstance(r.type, UnrankedTensorType) for o in replacing["module"].walk() for r in o.results)
+
+
+def test_run_toy_runs_main_even_when_another_function_comes_first():
+    from infopt.mlir.toy.dialect import TOY
+
+    helper = ('func.func @helper(%a: tensor<2x2xf64>) {\n  "toy.print"(%a) : (tensor<2x2xf64>) -> ()\n'
+              '  func.return\n}\n')
+    module = parse_module(helper, [TOY])
+    module.body.block.add_op(next(op for op in emit_toy(SOURCES[2]).walk() if op.name == "func.func").clone())
+    assert _same(run_toy(module), run_toy(emit_toy(SOURCES[2])))
+    with pytest.raises(ValueError, match="has none"):
+        run_toy(parse_module(helper, [TOY]))

@@ -331,6 +331,9 @@ print("compile seconds per stage:", compiled_mm.report())
 def predict_loops(op) -> dict[str, int]:
     """{op name: count} that --convert-linalg-to-loops writes for the linalg op `op`."""
     ### BEGIN SOLUTION
+    from xdsl.dialects.builtin import MemRefType
+    from xdsl.ir.affine import AffineDimExpr
+
     named = {"linalg.matmul": (3, 3, ["arith.mulf", "arith.addf"], 0),
              "linalg.conv_2d_nchw_fchw": (7, 3, ["arith.mulf", "arith.addf"], 2),
              "linalg.pooling_nchw_max": (6, 2, ["arith.maximumf"], 2)}
@@ -340,11 +343,15 @@ def predict_loops(op) -> dict[str, int]:
         (output,) = op.outputs
         loops = len(output.type.get_shape())
         loads, payload, applies = {"linalg.fill": 0, "linalg.transpose": 1}[op.name], [], 0
-    else:
+    else:   # a generic: loads of the memrefs the body reads, an index computation per expression they are read at
         loops = len(op.iterator_types)
-        loads = sum(1 for arg in op.body.block.args if arg.uses)
+        operands = [*op.inputs, *op.outputs]
+        stored = [False] * len(op.inputs) + [True] * len(op.outputs)
+        loaded = [bool(arg.uses) and isinstance(v.type, MemRefType) for arg, v in zip(op.body.block.args, operands)]
+        loads = sum(loaded)
         payload = [inner.name for inner in op.body.block.ops if inner.name != "linalg.yield"]
-        applies = 0
+        applies = sum(not isinstance(e, AffineDimExpr) for m, ld, st in zip(op.get_indexing_maps(), loaded, stored)
+                      if ld or st for e in m.data.results)
     out = {"scf.for": loops, "memref.load": loads, "memref.store": 1, "affine.apply": applies}
     for name in payload:
         out[name] = out.get(name, 0) + 1
@@ -357,7 +364,9 @@ from infopt.grading.forbid import ANY_PROGRAM
 from infopt.mlir.linalg_cases import KINDS, cases_module, loops_counts, random_linalg_case
 
 _PREDICT_FORBIDDEN = ("infopt.mlir.linalg_cases:loops_counts", "infopt.mlir.tools:run_tool", ANY_PROGRAM,
-                      "xdsl.transforms.convert_linalg_to_loops:ConvertLinalgToLoopsPass")
+                      "xdsl.transforms.convert_linalg_to_loops:*",
+                      "xdsl.transforms.convert_linalg_to_loops:ConvertLinalgToLoopsPass",
+                      "xdsl.transforms.convert_linalg_to_loops:LowerLinalgStructuredOpPattern")
 
 
 def _check_predictions(functions: list[str], hidden: bool) -> None:
@@ -417,6 +426,26 @@ _check_predictions([
                          "    %t = arith.addf %s, %repeated_payload_op_x : f32\n"
                          "    %u = arith.addf %t, %s : f32\n"
                          "    linalg.yield %u : f32\n"),
+], hidden=True)
+# and generics whose operands are not all plain memrefs indexed by loop variables: a scalar input (a value, never a
+# load), an input read at an expression of the loops (an affine.apply), and the same input left unread (no load, so
+# no index to compute)
+_WINDOW = ('func.func @{name}(%a: memref<{n}xf32>, %b: memref<{r}x{c}xf32>, %o: memref<{r}x{c}xf32>) {{\n'
+           '  linalg.generic {{indexing_maps = [affine_map<(d0, d1) -> (d0 + d1)>, affine_map<(d0, d1) -> (d0, d1)>, '
+           'affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}} ins(%a, %b : '
+           'memref<{n}xf32>, memref<{r}x{c}xf32>) outs(%o : memref<{r}x{c}xf32>) {{\n'
+           '  ^bb0(%{name}_x: f32, %{name}_y: f32, %{name}_z: f32):\n'
+           '    %s = arith.{op} %{name}_{first}, %{name}_y : f32\n    linalg.yield %s : f32\n  }}\n  return\n}}\n')
+_r, _c = (int(v) for v in _rng.integers(2, 6, 2))
+_check_predictions([
+    f'func.func @scalar_input(%a: memref<{_r}x{_c}xf32>, %s: f32, %o: memref<{_r}x{_c}xf32>) {{\n'
+    f'  linalg.generic {{indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> ()>, '
+    f'affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}} ins(%a, %s : '
+    f'memref<{_r}x{_c}xf32>, f32) outs(%o : memref<{_r}x{_c}xf32>) {{\n'
+    f'  ^bb0(%scalar_input_x: f32, %scalar_input_s: f32, %scalar_input_z: f32):\n'
+    f'    %p = arith.mulf %scalar_input_x, %scalar_input_s : f32\n    linalg.yield %p : f32\n  }}\n  return\n}}\n',
+    _WINDOW.format(name="window_read", n=_r + _c - 1, r=_r, c=_c, op="addf", first="x"),
+    _WINDOW.format(name="window_unread", n=_r + _c - 1, r=_r, c=_c, op="mulf", first="y"),
 ], hidden=True)
 ### END HIDDEN TESTS
 
@@ -1228,6 +1257,9 @@ def _check_infers(module, spec: str, label: str, hidden: bool) -> None:
         check_true([op.name for op in got.walk()] == [op.name for op in want.walk()],
                    f"after the pipeline {spec!r} the module's ops are {[op.name for op in got.walk()]}, not "
                    f"{[op.name for op in want.walk()]}: a shape-inference pass changes result types only")
+        check_true(not report["changed_ops"], f"your pass {', '.join(report['changed_ops'][:3])}: a shape-inference "
+                   "pass changes result types only, setting them on the module's own ops (set_result_shape), and "
+                   "adds, removes or moves none")
         left = [op.name for op in got.walk() if any(isinstance(r.type, UnrankedTensorType) for r in op.results)]
         check_true(not left, f"{len(left)} results are still unranked after your pass ({left[:1]} first)")
         wrong = _first_wrong_type(got, want)
@@ -1281,6 +1313,10 @@ _shape = f"{_r}x{_c}"
 _check_infers(parse_module(_ADD_OF_ARGUMENTS.format(s=_shape) + "\n" + _ADD_OF_ARGUMENTS.format(
     s=f"{_c}x{_r + 1}").replace("@helper", "@other"), [TOY]), "toy-shape-inference",
     "hidden: two functions of arguments, no main", True)
+_with_main = parse_module(_ADD_OF_ARGUMENTS.format(s=f"{_c}x{_r}"), [TOY])   # main beside another function
+_with_main.body.block.add_op(next(op for op in emit_toy(random_toy_source(_rng, statements=5)).walk()
+                                  if op.name == "func.func").clone())
+_check_infers(_with_main, "toy-shape-inference", "hidden: main and a helper function", True)
 for _spec in ("toy-shape-inference", "toy-canonicalize,toy-shape-inference", "toy-shape-inference,toy-canonicalize"):
     for _trial in range(2):
         _check_infers(emit_toy(random_toy_source(_rng, statements=int(_rng.integers(4, 9)))), _spec,
@@ -1589,13 +1625,14 @@ print("verifier hooks:", ", ".join(re.search(r"(\w+)\(", v).group(1) for v in ap
 # 2. its `summary` is `spec.summary`;
 # 3. its `arguments` are the operands, then the attributes, each in the spec's order, each written
 #    `Constraint:$name` with the constraint `VALUE_KINDS[kind]` or `ATTRIBUTE_KINDS[kind]` names; its `results`
-#    are the results, written the same way, and a spec without results has no `results`;
+#    are the spec's results, written the same way;
 # 4. `hasVerifier` is set exactly when `spec.verifier`;
 # 5. it is one `def` and includes nothing; do not call the library's `reference_record`.
 #
 # The tests run mlir-tblgen-19 on your record (`record_outputs(text)`, which gives the generated C++ declarations and
-# the op's documentation) for random specs, and compare what it generates (the op's name, its builders, accessors,
-# traits and verifier hooks, and its documented summary) with what the spec asks for.
+# the op's documentation; `documented(docs)` reads the summary and the constraint of every operand, attribute and
+# result off the documentation) for random specs, and compare what it generates (the op's name, its documented
+# summary and constraints, its builders, accessors, traits and verifier hooks) with what the spec asks for.
 
 # %% solution=true grade_id="ods_record"
 from infopt.mlir.ods import ATTRIBUTE_KINDS, VALUE_KINDS, OpSpec
@@ -1618,8 +1655,8 @@ def ods_record(spec: OpSpec) -> str:
 
 # %% grade_id="ods_record_test" points=2
 from infopt.grading.forbid import forbid
-from infopt.mlir.ods import (ATTRIBUTE_KINDS, VALUE_KINDS, OpSpec, class_declaration, generated_api, random_op_spec,
-                             record_outputs, reference_record)
+from infopt.mlir.ods import (ATTRIBUTE_KINDS, VALUE_KINDS, OpSpec, class_declaration, documented, generated_api,
+                             random_op_spec, record_outputs, reference_record)
 from infopt.mlir.tools import MlirToolError
 
 
@@ -1647,20 +1684,24 @@ def _check_record(spec: OpSpec, label: str, hidden: bool) -> None:
         theirs = class_declaration(want["decls"], cls)
         name = f'"npu.{spec.mnemonic}"'
         check_true(name in mine, f"the op your record generates is not named {name} (the mnemonic, after the dialect)")
-        check_true(mine.split("{")[0] == theirs.split("{")[0],
-                   f"the traits of your op differ from what the spec asks for (pure={spec.pure}, {len(spec.results)} "
-                   f"results, {len(spec.operands)} operands): yours are {mine.split('{')[0][len('class '):][:600]}")
+        doc, wanted = documented(got["docs"]), documented(want["docs"])
+        check_true(doc["summary"] == wanted["summary"], f"your op's documentation does not give its summary "
+                   f"{spec.summary!r} (tblgen writes it as {wanted['summary']!r}; yours reads {doc['summary']!r})")
+        for part, kinds in (("operands", "VALUE_KINDS"), ("attributes", "ATTRIBUTE_KINDS"), ("results", "VALUE_KINDS")):
+            check_true(doc[part] == wanted[part], f"the {part} your record declares are documented as {doc[part]}; "
+                       f"the spec's, each with the constraint {kinds} names, are {wanted[part]}")
         a, b = generated_api(got["decls"], cls), generated_api(want["decls"], cls)
         check_true(a["accessors"] == b["accessors"], f"your record generates the accessors {a['accessors']}; the "
                    f"spec's operands, attributes and results give {b['accessors']}")
         check_true(a["builders"] == b["builders"], "the builders your record generates take other arguments than the "
                    f"spec's, in its order: yours {a['builders'][:2]}, wanted {b['builders'][:2]}")
+        check_true(mine.split("{")[0] == theirs.split("{")[0],
+                   f"the traits of your op differ from what the spec asks for (pure={spec.pure}, {len(spec.results)} "
+                   f"results, {len(spec.operands)} operands): yours are {mine.split('{')[0][len('class '):][:600]}")
         check_true(a["verifier"] == b["verifier"], f"your op's verifier hooks are {a['verifier']}; with "
                    f"verifier={spec.verifier} they are {b['verifier']}")
         check_true(mine == theirs, "the C++ your record generates differs from what the spec asks for (the operand, "
                    "attribute and result constraints: VALUE_KINDS and ATTRIBUTE_KINDS)")
-        check_true(spec.summary.lower() in got["docs"].lower(), f"the op's documentation does not give its summary "
-                   f"{spec.summary!r}")
 
 
 _check_record(OpSpec("Npu_FillOp", "fill", "fill a region of the out SRAM with zeros",
@@ -1757,7 +1798,8 @@ except AccelError as err:
 # 1. C equals numpy's `A @ B` (exactly for int8, to 1e-5 for float32);
 # 2. the simulated cycles are at most `matmul_cycles(M, N, K, config)`;
 # 3. every npu op sits inside an `scf.for` built with `nb.loop`: loop bounds, steps and the tile attribute are
-#    Python ints, and offsets, edge sizes, addresses and `acc` are computed in the IR;
+#    Python ints, and offsets, edge sizes, addresses and `acc` are computed in the IR; the loops repeat the ops, so
+#    the IR holds one `npu.dma_load` of A, one of B, one `npu.matmul` and one `npu.dma_store`, whatever the sizes;
 # 4. every `npu.matmul` carries `dataflow` = `config.dataflow`, `dtype` = `operand_type(config)` and `tile` = your
 #    tiling's bounds `(TM, TN, TK)`, the largest m, n and k of the matmuls it issues;
 # 5. your function computes its tiling from `config` itself: do not call the library's `emit_matmul_schedule`,
@@ -1829,6 +1871,11 @@ def _check_schedule(M: int, N: int, K: int, cfg: AccelConfig, seed: int, label: 
         check_true(not outside, f"{len(outside)} npu ops ({outside[:1]} first) sit outside every scf.for: the schedule "
                    f"is a loop nest built with nb.loop, its offsets, edge sizes and addresses computed in the IR "
                    f"({what})")
+        kinds = Counter(op.name + (f" to {op.buffer.data!r}" if op.name == "npu.dma_load" else "") for op in npu_ops)
+        once = {"npu.dma_load to 'in'": 1, "npu.dma_load to 'wt'": 1, "npu.matmul": 1, "npu.dma_store": 1}
+        check_true(dict(kinds) == once, f"your IR holds {dict(kinds)}: the loops repeat the ops, so the IR holds one "
+                   f"npu.dma_load of A, one of B, one npu.matmul and one npu.dma_store whatever the sizes; a schedule "
+                   f"unrolled in Python, whole or in part, or with copies for the edge tiles, writes more ({what})")
         matmuls = [op for op in npu_ops if op.name == "npu.matmul"]
         for op in matmuls:
             props = (op.dataflow.data, op.dtype)
@@ -1891,11 +1938,19 @@ _TM = _R + int(_rng.integers(1, 3))
 _check_schedule(2 * _TM + 1, int(_rng.integers(2, 2 * _C + 1)), int(_rng.integers(3, 9)),
                 AccelConfig(_R, _C, "ws", "int8", out_sram_bytes=4 * _C * _TM), int(_rng.integers(1 << 30)),
                 "hidden: row blocks limited by the out SRAM", True)
-for _df in ("ws", "os"):   # a matmul narrower and shallower than the array: the tiles are smaller than the array
+for _df in ("ws", "os"):   # a matmul smaller than the array every way: the tiles are smaller than the array
     _R, _C = (int(v) for v in _rng.integers(3, 6, 2))
-    _check_schedule(int(_rng.integers(2, 9)), int(_rng.integers(1, _C)), int(_rng.integers(1, _R)),
+    _check_schedule(int(_rng.integers(1, _R)), int(_rng.integers(1, _C)), int(_rng.integers(1, _R)),
                     AccelConfig(_R, _C, _df, str(_rng.choice(["int8", "float32"]))), int(_rng.integers(1 << 30)),
-                    f"hidden: fewer columns and less depth than the {_df} array", True)
+                    f"hidden: fewer rows, columns and less depth than the {_df} array", True)
+for _df in ("ws", "os"):   # SRAMs that bind: `in` holds fewer rows of A (all of K) than the array has, and `wt` less
+    _R, _C = (int(v) for v in _rng.integers(3, 6, 2))   # than all of K for a block of columns
+    _M, _K, _N = int(_rng.integers(2 * _R, 4 * _R)), int(_rng.integers(2 * _R, 4 * _R)), int(_rng.integers(_C + 1, 3 * _C))
+    _dt = str(_rng.choice(["int8", "float32"]))
+    _isz = 1 if _dt == "int8" else 4
+    _check_schedule(_M, _N, _K, AccelConfig(_R, _C, _df, _dt, in_sram_bytes=int(_rng.integers(1, _R)) * _K * _isz,
+                                            wt_sram_bytes=int(_rng.integers(_R, _K)) * _C * _isz),
+                    int(_rng.integers(1 << 30)), f"hidden: small in and wt SRAMs, {_df}", True)
 ### END HIDDEN TESTS
 
 # %% [markdown]

@@ -117,6 +117,21 @@ def record_outputs(record: str) -> dict[str, str]:
         return {"decls": tblgen("decls", td), "docs": tblgen("docs", td)}
 
 
+def documented(docs: str) -> dict:
+    """What mlir-tblgen's documentation of one op says: {"summary": the summary line as written (tblgen capitalizes
+    its first letter), "attributes" / "operands" / "results": [(name, constraint description), ...] in order}. The
+    descriptions tell constraints apart that the C++ declarations do not (I1 from I32, F32 from F64, StrAttr from
+    SymbolNameAttr)."""
+    summary = re.search(r"^_(.*)_$", docs, re.M)
+    out: dict = {"summary": summary.group(1) if summary else None}
+    for section, row in (("attributes", r"<tr><td><code>(\w+)</code></td><td>[^<]*</td><td>([^<]*)</td></tr>"),
+                         ("operands", r"^\| `(\w+)` \| (.*)$"), ("results", r"^\| `(\w+)` \| (.*)$")):
+        block = re.search(rf"^#### {section.capitalize()}:\n(.*?)(?=^#### |\Z)", docs, re.M | re.S)
+        out[section] = [(m.group(1), m.group(2).strip()) for m in re.finditer(row, block.group(1), re.M)] \
+            if block else []
+    return out
+
+
 def class_declaration(decls: str, op_class: str) -> str:
     """The generated `class <op_class> : public ::mlir::Op<...> { ... };` (ValueError when there is none)."""
     m = re.search(rf"^class {op_class} : public ::mlir::Op<.*?^}};", decls, re.M | re.S)

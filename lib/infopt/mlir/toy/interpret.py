@@ -8,7 +8,9 @@ import numpy as np
 
 def run_toy(module: Any) -> list[np.ndarray]:
     """The arrays `toy.print` prints, in order, running the Toy ops of `@main` with numpy."""
-    main = next(op for op in module.walk() if op.name == "func.func")
+    main = next((op for op in module.walk() if op.name == "func.func" and op.sym_name.data == "main"), None)
+    if main is None:
+        raise ValueError("run_toy runs a module's @main, and this module has none")
     env: dict = {}
     printed = []
     for op in main.body.block.ops:

@@ -83,22 +83,42 @@ def run_with_pass(pass_class: Any, module: Any, spec: str) -> dict:
     toy-canonicalize, as a report: "module", the copy as the pipeline left it (None if the pipeline could not start:
     an unknown pass name, a class that is no pass); "error", what a pass raised (type, bases and message) or None;
     "verify_error", what verifying the result raised when the passes did not (a pass that accepted what it should
-    have refused). At grading the class is a name in the student's kernel, and the run happens there (`via`): the
-    module crosses as MLIR text."""
+    have refused); "changed_ops", the ops the student's pass itself added or removed ("added toy.add", ...). At
+    grading the class is a name in the student's kernel, and the run happens there (`via`): the module crosses as
+    MLIR text."""
     if getattr(pass_class, "__infopt_remote__", False):
         return pass_class.via("infopt.mlir.toy.passes:run_with_pass", module, spec)
     if not (isinstance(pass_class, type) and issubclass(pass_class, ModulePass)):
-        return {"module": None, "verify_error": None, "error": {
+        return {"module": None, "verify_error": None, "changed_ops": [], "error": {
             "type": "TypeError", "bases": [], "message": f"the pass must be a class deriving from xdsl's ModulePass, "
                                                          f"got {pass_class!r}"}}
+    changed: list[str] = []
     try:
-        out, err = _applied(module, spec, (ToyCanonicalize, pass_class))
+        out, err = _applied(module, spec, (ToyCanonicalize, _watched(pass_class, changed)))
     except Exception as err:  # noqa: BLE001 (the pipeline spec itself was refused: an unknown name)
-        return {"module": None, "error": _error(err), "verify_error": None}
+        return {"module": None, "error": _error(err), "verify_error": None, "changed_ops": []}
+    report = {"module": out, "error": None, "verify_error": None, "changed_ops": changed[:20]}
     if err is not None:
-        return {"module": out, "error": _error(err), "verify_error": None}
+        return dict(report, error=_error(err))
     try:
         out.verify()
     except Exception as bad:  # noqa: BLE001 (reported: the pass accepted a module it should have refused)
-        return {"module": out, "error": None, "verify_error": _error(bad)}
-    return {"module": out, "error": None, "verify_error": None}
+        return dict(report, verify_error=_error(bad))
+    return report
+
+
+def _watched(pass_class: type, changed: list[str]) -> type:
+    """`pass_class` as the pipeline runs it, noting in `changed` every op its `apply` added or removed (a new op
+    object in place of an old one counts as both: no printed form shows it)."""
+
+    class Watched(pass_class):  # type: ignore[misc, valid-type]
+        def apply(self, ctx: Any, op: Any) -> None:
+            before = {id(o): o for o in op.walk()}     # the ops themselves are kept: their ids stay theirs
+            super().apply(ctx, op)
+            after = list(op.walk())
+            kept = {id(o) for o in after if before.get(id(o)) is o}
+            changed.extend(f"added {o.name}" for o in after if id(o) not in kept)
+            changed.extend(f"removed {o.name}" for i, o in before.items() if i not in kept)
+
+    Watched.__name__ = Watched.__qualname__ = pass_class.__name__
+    return Watched

@@ -1,0 +1,20 @@
+# WRONG ANSWER (ods_record): rule 2: the summary is spec.summary. This answer writes 'npu.<mnemonic>: <summary>', a different summary that
+# merely contains the asked one.
+from infopt.mlir.ods import ATTRIBUTE_KINDS, VALUE_KINDS, OpSpec
+
+def VAL(kind: str) -> str:
+    return VALUE_KINDS[kind]
+
+
+def ods_record(spec: OpSpec) -> str:
+    """The ODS `def` of the op `spec` describes."""
+    traits = ", [Pure]" if spec.pure else ""
+    ins = [f"{VAL(k)}:${n}" for n, k in spec.operands] + [f"{ATTRIBUTE_KINDS[k]}:${n}" for n, k in spec.attributes]
+    lines = [f'def {spec.record} : Npu_Op<"{spec.mnemonic}"{traits}> {{',
+             f'  let summary = "npu.{spec.mnemonic}: {spec.summary}";',
+             f"  let arguments = (ins {', '.join(ins)});"]
+    if spec.results:
+        lines.append(f"  let results = (outs {', '.join(f'{VAL(k)}:${n}' for n, k in spec.results)});")
+    if spec.verifier:
+        lines.append("  let hasVerifier = 1;")
+    return "\n".join(lines) + "\n}\n"
