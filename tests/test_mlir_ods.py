@@ -69,3 +69,20 @@ def test_a_record_may_not_include_files_and_a_broken_one_reports_tblgens_error()
         record_outputs('#define X\ndef Npu_XOp : Npu_Op<"x"> {}')
     with pytest.raises(MlirToolError, match="Nonsense"):
         record_outputs('def Npu_XOp : Npu_Op<"x"> {\n  let arguments = (ins Nonsense:$a);\n}\n')
+
+
+def test_record_outputs_lists_what_the_text_adds_with_its_fields_as_tablegen_resolved_them():
+    """"records": the named defs and classes a record's text adds to PREAMBLE (anonymous records left out), and each
+    def's string and bit fields, unescaped: how unit 04's tests check the record's name, its summary and that it is
+    one def."""
+    from infopt.mlir.ods import OpSpec, record_outputs, reference_record
+
+    spec = OpSpec("Npu_ScaleOp", "scale", "scale a tile", (("x", "f32"),), (("k", "i64"),), (("y", "f32"),), True, True)
+    records = record_outputs(reference_record(spec))["records"]
+    assert records["defs"] == ["Npu_ScaleOp"] and records["classes"] == []
+    fields = records["fields"]["Npu_ScaleOp"]
+    assert fields["summary"] == "scale a tile" and fields["opName"] == "scale" and fields["hasVerifier"] == "1"
+    extra = record_outputs('def Npu_XOp : Npu_Op<"x"> {\n  let summary = "say \\"x\\"";\n}\n'
+                           "def Npu_IndexType : TypeAlias<Index>;\nclass Helper<int n> { int m = n; }\n")["records"]
+    assert extra["defs"] == ["Npu_IndexType", "Npu_XOp"] and extra["classes"] == ["Helper"]
+    assert extra["fields"]["Npu_XOp"]["summary"] == 'say "x"' and extra["fields"]["Npu_XOp"]["hasVerifier"] == "0"

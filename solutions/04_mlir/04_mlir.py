@@ -320,8 +320,9 @@ print("compile seconds per stage:", compiled_mm.report())
 #   writes one of every kind) and read which block arguments its generic form uses — xDSL's own bodies for named
 #   ops are not always wired the same way. A scalar operand is a value, not a load;
 # - **stores:** one `memref.store`, of the output;
-# - **index arithmetic:** one `affine.apply` per index of a loaded or stored operand that is an expression rather
-#   than a plain loop variable (an `AffineDimExpr`); read them off the indexing maps;
+# - **index arithmetic:** one `affine.apply` per index of each load and of each store whose expression is neither a
+#   plain loop variable (an `AffineDimExpr`) nor a constant (an `AffineConstantExpr`, which becomes an
+#   `arith.constant`); read them off the indexing maps;
 # - **payload:** each op of the payload once, `linalg.yield` excluded.
 #
 # The tests lower random ops of every kind with mlir-opt itself — fresh shapes, strides, payloads and unused inputs
@@ -332,7 +333,7 @@ def predict_loops(op) -> dict[str, int]:
     """{op name: count} that --convert-linalg-to-loops writes for the linalg op `op`."""
     ### BEGIN SOLUTION
     from xdsl.dialects.builtin import MemRefType
-    from xdsl.ir.affine import AffineDimExpr
+    from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr
 
     named = {"linalg.matmul": (3, 3, ["arith.mulf", "arith.addf"], 0),
              "linalg.conv_2d_nchw_fchw": (7, 3, ["arith.mulf", "arith.addf"], 2),
@@ -350,8 +351,8 @@ def predict_loops(op) -> dict[str, int]:
         loaded = [bool(arg.uses) and isinstance(v.type, MemRefType) for arg, v in zip(op.body.block.args, operands)]
         loads = sum(loaded)
         payload = [inner.name for inner in op.body.block.ops if inner.name != "linalg.yield"]
-        applies = sum(not isinstance(e, AffineDimExpr) for m, ld, st in zip(op.get_indexing_maps(), loaded, stored)
-                      if ld or st for e in m.data.results)
+        applies = sum((ld + st) * sum(not isinstance(e, (AffineDimExpr, AffineConstantExpr)) for e in m.data.results)
+                      for m, ld, st in zip(op.get_indexing_maps(), loaded, stored))
     out = {"scf.for": loops, "memref.load": loads, "memref.store": 1, "affine.apply": applies}
     for name in payload:
         out[name] = out.get(name, 0) + 1
@@ -363,10 +364,15 @@ def predict_loops(op) -> dict[str, int]:
 from infopt.grading.forbid import ANY_PROGRAM
 from infopt.mlir.linalg_cases import KINDS, cases_module, loops_counts, random_linalg_case
 
+# mlir-opt by any route: a program, xDSL's own lowering and its loop-nest helpers, MLIR's pass manager in this process
+# (IREE's Python bindings) and IREE's in-process compiler
 _PREDICT_FORBIDDEN = ("infopt.mlir.linalg_cases:loops_counts", "infopt.mlir.tools:run_tool", ANY_PROGRAM,
                       "xdsl.transforms.convert_linalg_to_loops:*",
                       "xdsl.transforms.convert_linalg_to_loops:ConvertLinalgToLoopsPass",
-                      "xdsl.transforms.convert_linalg_to_loops:LowerLinalgStructuredOpPattern")
+                      "xdsl.transforms.convert_linalg_to_loops:LowerLinalgStructuredOpPattern",
+                      "xdsl.transforms.loop_nest_lowering_utils:*",
+                      "iree.compiler._mlir_libs._mlir.passmanager:PassManager", "iree.compiler.passmanager:PassManager",
+                      "iree.compiler.api:Session", "iree.compiler.api:Invocation")
 
 
 def _check_predictions(functions: list[str], hidden: bool) -> None:
@@ -446,6 +452,30 @@ _check_predictions([
     f'    %p = arith.mulf %scalar_input_x, %scalar_input_s : f32\n    linalg.yield %p : f32\n  }}\n  return\n}}\n',
     _WINDOW.format(name="window_read", n=_r + _c - 1, r=_r, c=_c, op="addf", first="x"),
     _WINDOW.format(name="window_unread", n=_r + _c - 1, r=_r, c=_c, op="mulf", first="y"),
+], hidden=True)
+# and each kind of index alone: one loop variable scaled or shifted, a constant, an output read and stored at an
+# expression (a load and a store: an index computation each) or only stored at one, and one buffer passed twice
+_GEN2 = ('func.func @{name}(%a: memref<{an}xf32>, %b: memref<{r}x{c}xf32>, %o: memref<{on}xf32>) {{\n'
+         '  linalg.generic {{indexing_maps = [affine_map<(d0, d1) -> ({amap})>, affine_map<(d0, d1) -> (d0, d1)>, '
+         'affine_map<(d0, d1) -> ({omap})>], iterator_types = ["parallel", "parallel"]}} ins(%a, %b : '
+         'memref<{an}xf32>, memref<{r}x{c}xf32>) outs(%o : memref<{on}xf32>) {{\n'
+         '  ^bb0(%{name}_x: f32, %{name}_y: f32, %{name}_z: f32):\n'
+         '    %s = arith.addf %{name}_x, %{name}_{second} : f32\n    linalg.yield %s : f32\n  }}\n  return\n}}\n')
+_k = int(_rng.integers(2, 4))
+_plain = dict(r=_r, c=_c, an=f"{_r}x{_c}", amap="d0, d1", on=f"{_r}x{_c}", omap="d0, d1", second="y")
+_check_predictions([
+    _GEN2.format(name="one_var_scaled", **dict(_plain, an=f"{_k * _r}x{_c}", amap=f"d0 * {_k}, d1")),
+    _GEN2.format(name="one_var_shifted", **dict(_plain, an=f"{_r}x{_c + _k}", amap=f"d0, d1 + {_k}")),
+    _GEN2.format(name="constant_index", **dict(_plain, an=f"{_k}x{_c}", amap=f"{_k - 1}, d1")),
+    _GEN2.format(name="output_read_at_expr", **dict(_plain, on=f"{_r + _k}x{_c}", omap=f"d0 + {_k}, d1", second="z")),
+    _GEN2.format(name="output_stored_at_expr", **dict(_plain, on=f"{_r + _k}x{_c}", omap=f"d0 + {_k}, d1")),
+    f'func.func @one_buffer_twice(%a: memref<{_r}x{_c}xf32>, %o: memref<{_r}x{_c}xf32>) {{\n'
+    f'  linalg.generic {{indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, '
+    f'affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}} ins(%a, %a : '
+    f'memref<{_r}x{_c}xf32>, memref<{_r}x{_c}xf32>) outs(%o : memref<{_r}x{_c}xf32>) {{\n'
+    f'  ^bb0(%one_buffer_twice_x: f32, %one_buffer_twice_y: f32, %one_buffer_twice_z: f32):\n'
+    f'    %p = arith.mulf %one_buffer_twice_x, %one_buffer_twice_y : f32\n    linalg.yield %p : f32\n  }}\n'
+    f'  return\n}}\n',
 ], hidden=True)
 ### END HIDDEN TESTS
 
@@ -1160,8 +1190,9 @@ print(print_ir(staged) == print_ir(toy_module))
 # 3. only result types change: no op is added, removed or moved, and what the program prints stays the same;
 # 4. when a result cannot be inferred the pass fails, raising xDSL's `PassFailedException`
 #    (`xdsl.utils.exceptions`) with a message that names the op (`toy.add`, say): an add or a mul whose operand shapes
-#    differ (Toy has no broadcasting), or an op whose operands stay unranked (a function argument of type
-#    `tensor<*xf64>`); after a failure the module may be left half inferred;
+#    differ (Toy has no broadcasting), a transpose whose operand is not 2-D, or an op with an operand that stays
+#    unranked (a function argument of type `tensor<*xf64>`); a value that no op computes from, such an argument only
+#    printed, is no failure; after a failure the module may be left half inferred;
 # 5. compute the shapes yourself: do not call the ops' `infer_shapes` methods, the library's `infer_shapes` or its
 #    `ToyShapeInference` pass.
 #
@@ -1196,6 +1227,8 @@ class ShapeInferencePass(ModulePass):
             if any(s is None for s in shapes):
                 raise PassFailedException(f"{inner.name}: its operands are unranked, so its shape cannot be inferred")
             if isinstance(inner, TransposeOp):
+                if len(shapes[0]) != 2:
+                    raise PassFailedException(f"{inner.name}: its operand has shape {shapes[0]}, not a 2-D one")
                 set_result_shape(inner, tuple(reversed(shapes[0])))
             elif isinstance(inner, (AddOp, MulOp)):
                 if shapes[0] != shapes[1]:
@@ -1273,9 +1306,12 @@ def _check_infers(module, spec: str, label: str, hidden: bool) -> None:
 
 def _check_fails(module, culprit: str, label: str, hidden: bool) -> None:
     with case(label, show=lambda: print_ir(module), hidden=hidden):
-        error = _run_pass(module, "toy-shape-inference")["error"]
+        report = _run_pass(module, "toy-shape-inference")
+        error = report["error"]
         check_true(error is not None, f"your pass accepted a module whose {culprit} cannot be inferred: it must fail "
-                   "with PassFailedException (verifying what it left would fail instead)")
+                   "with PassFailedException" + (f" (what it left does not verify either: "
+                                                 f"{report['verify_error']['message'][:300]})"
+                                                 if report["verify_error"] else ""))
         check_true("PassFailedException" in [error["type"], *error["bases"]],
                    f"your pass failed with {error['type']} ({error['message'][:200]}); a pass that cannot infer a "
                    "result raises PassFailedException")
@@ -1332,6 +1368,24 @@ for _op in ("add", "mul"):   # each failure alone: mismatched shapes, and an unr
                               [TOY]), f"toy.{_op}", f"hidden: a {_op} of an unranked argument", True)
 _check_fails(parse_module(_UNRANKED_ARGUMENT.format(op="transpose", operands="%a", types="tensor<*xf64>"), [TOY]),
              "toy.transpose", "hidden: a transpose of an unranked argument", True)
+# each operand alone: an unranked second operand, shapes that differ in their rows only or their columns only, reached
+# through another op; a transpose of a 1-D value; and an unranked argument only printed, which is no failure
+for _op in ("add", "mul"):
+    _check_fails(parse_module(_UNRANKED_ARGUMENT.format(op=_op, operands="%b, %a", types="tensor<2x3xf64>, tensor<*xf64>"),
+                              [TOY]), f"toy.{_op}", f"hidden: a {_op} whose second operand is unranked", True)
+_n = int(_rng.integers(3, 6))
+_wide = "[" + ", ".join("[" + ", ".join(str(j + 1) for j in range(_n + 1)) + "]" for _ in range(2)) + "]"   # 2 x (n+1)
+_tall = "[" + ", ".join("[" + ", ".join(str(j + 1) for j in range(_n)) + "]" for _ in range(3)) + "]"       # 3 x n
+_base = "[" + ", ".join("[" + ", ".join(str(j + 2) for j in range(_n)) + "]" for _ in range(2)) + "]"       # 2 x n
+_check_fails(emit_toy(f"def main() {{ var a = {_base}; var w = {_wide}; var c = a * a; print(c + w); }}"), "toy.add",
+             "hidden: an add of shapes with the same rows, through a mul", True)
+_check_fails(emit_toy(f"def main() {{ var a = {_base}; var t = {_tall}; var c = a + a; print(t * c); }}"), "toy.mul",
+             "hidden: a mul of shapes with the same columns, through an add", True)
+_check_fails(emit_toy(f"def main() {{ var a = [{', '.join(str(j) for j in range(_n))}]; var b = a + a; "
+                      f"print(transpose(b)); }}"), "toy.transpose", "hidden: a transpose of a 1-D value", True)
+_check_infers(parse_module(_UNRANKED_ARGUMENT.format(op="add", operands="%b, %b", types="tensor<2x3xf64>, tensor<2x3xf64>")
+                           .replace('  func.return', '  "toy.print"(%a) : (tensor<*xf64>) -> ()\n  func.return'), [TOY]),
+              "toy-shape-inference", "hidden: an unranked argument that is only printed", True)
 _check_fails(parse_module(_ADD_OF_ARGUMENTS.format(s=_shape) + "\n" + _UNRANKED_ARGUMENT.format(
     op="transpose", operands="%a", types="tensor<*xf64>"), [TOY]), "toy.transpose",
     "hidden: an unranked argument in the second function", True)
@@ -1622,7 +1676,7 @@ print("verifier hooks:", ", ".join(re.search(r"(\w+)\(", v).group(1) for v in ap
 # defines `Npu_Dialect` and the class `Npu_Op<mnemonic, traits>`, as `npu.td` above does). The rules:
 #
 # 1. the record is `def <spec.record> : Npu_Op<"<spec.mnemonic>", ...>`, with the trait `Pure` when `spec.pure`;
-# 2. its `summary` is `spec.summary`;
+# 2. its `summary` is `spec.summary`, exactly;
 # 3. its `arguments` are the operands, then the attributes, each in the spec's order, each written
 #    `Constraint:$name` with the constraint `VALUE_KINDS[kind]` or `ATTRIBUTE_KINDS[kind]` names; its `results`
 #    are the spec's results, written the same way;
@@ -1630,9 +1684,10 @@ print("verifier hooks:", ", ".join(re.search(r"(\w+)\(", v).group(1) for v in ap
 # 5. it is one `def` and includes nothing; do not call the library's `reference_record`.
 #
 # The tests run mlir-tblgen-19 on your record (`record_outputs(text)`, which gives the generated C++ declarations and
-# the op's documentation; `documented(docs)` reads the summary and the constraint of every operand, attribute and
-# result off the documentation) for random specs, and compare what it generates (the op's name, its documented
-# summary and constraints, its builders, accessors, traits and verifier hooks) with what the spec asks for.
+# the op's documentation; `documented(docs)` reads the constraint of every operand, attribute and result off the
+# documentation; and the records your text adds, with their fields as TableGen resolved them) for random specs, and
+# compare what it generates (the record's name and summary, the op's name, its documented constraints, its builders,
+# accessors, traits and verifier hooks) with what the spec asks for.
 
 # %% solution=true grade_id="ods_record"
 from infopt.mlir.ods import ATTRIBUTE_KINDS, VALUE_KINDS, OpSpec
@@ -1675,6 +1730,13 @@ def _check_record(spec: OpSpec, label: str, hidden: bool) -> None:
         check_true(isinstance(text, str), f"ods_record returns the record as TableGen text (a str), got "
                                           f"{type(text).__name__}")
         got, want = _generated(text, "your record"), record_outputs(reference_record(spec))
+        added = got["records"]
+        check_true(added["defs"] == [spec.record] and not added["classes"],
+                   f"your text defines {added['defs']}" + (f" and the classes {added['classes']}" if added["classes"]
+                                                          else "") + f": the record is one def, named {spec.record}")
+        summary = added["fields"][spec.record].get("summary")
+        check_true(summary == spec.summary, f"your op does not give its summary: its `summary` is {summary!r}, the "
+                   f"spec's is {spec.summary!r}")
         cls = spec.record.split("_", 1)[1]
         try:
             mine = class_declaration(got["decls"], cls)
@@ -1685,8 +1747,6 @@ def _check_record(spec: OpSpec, label: str, hidden: bool) -> None:
         name = f'"npu.{spec.mnemonic}"'
         check_true(name in mine, f"the op your record generates is not named {name} (the mnemonic, after the dialect)")
         doc, wanted = documented(got["docs"]), documented(want["docs"])
-        check_true(doc["summary"] == wanted["summary"], f"your op's documentation does not give its summary "
-                   f"{spec.summary!r} (tblgen writes it as {wanted['summary']!r}; yours reads {doc['summary']!r})")
         for part, kinds in (("operands", "VALUE_KINDS"), ("attributes", "ATTRIBUTE_KINDS"), ("results", "VALUE_KINDS")):
             check_true(doc[part] == wanted[part], f"the {part} your record declares are documented as {doc[part]}; "
                        f"the spec's, each with the constraint {kinds} names, are {wanted[part]}")
@@ -1712,9 +1772,10 @@ _check_record(OpSpec("Npu_TileCountOp", "tile_count", "count the tiles of a matm
 print("ods_record: visible tests passed")
 ### BEGIN HIDDEN TESTS
 _rng = grading_rng(8)
-# both ways of every flag in every grading: results or none, a verifier or none, pure or not
+# every combination of the flags in every grading: results or none, a verifier or none, pure or not
 for _k, (_results, _verifier, _pure) in enumerate([(0, True, False), (1, False, True), (2, True, True),
-                                                   (0, False, False), (None, None, None)]):
+                                                   (0, False, False), (0, True, True), (0, False, True),
+                                                   (1, True, False), (2, False, False), (None, None, None)]):
     _check_record(random_op_spec(_rng, results=_results, verifier=_verifier, pure=_pure),
                   f"hidden random op #{_k}", True)
 # every kind of value and attribute, each once, in a shuffled order
@@ -1951,6 +2012,17 @@ for _df in ("ws", "os"):   # SRAMs that bind: `in` holds fewer rows of A (all of
     _check_schedule(_M, _N, _K, AccelConfig(_R, _C, _df, _dt, in_sram_bytes=int(_rng.integers(1, _R)) * _K * _isz,
                                             wt_sram_bytes=int(_rng.integers(_R, _K)) * _C * _isz),
                     int(_rng.integers(1 << 30)), f"hidden: small in and wt SRAMs, {_df}", True)
+# transfers that cost mostly their setup: a loop order chosen by the bytes it moves alone makes more transfers and
+# runs over the budget (one such matmul every grading, and a random one per dataflow)
+_check_schedule(4, 15, 6, AccelConfig(2, 4, "os", "float32", in_sram_bytes=127, dma_bytes_per_cycle=6,
+                                      dma_setup_cycles=28), int(_rng.integers(1 << 30)),
+                "hidden: DMA setup dominates (a fixed matmul)", True)
+for _df in ("ws", "os"):
+    _R, _C = (int(v) for v in _rng.integers(2, 5, 2))
+    _check_schedule(int(_rng.integers(2, 3 * _R)), int(_rng.integers(2 * _C, 5 * _C)), int(_rng.integers(2, 3 * _R)),
+                    AccelConfig(_R, _C, _df, str(_rng.choice(["int8", "float32"])),
+                                dma_bytes_per_cycle=int(_rng.integers(2, 8)), dma_setup_cycles=int(_rng.integers(20, 60))),
+                    int(_rng.integers(1 << 30)), f"hidden: DMA setup dominates, {_df}", True)
 ### END HIDDEN TESTS
 
 # %% [markdown]

@@ -6,6 +6,7 @@
 """
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -94,9 +95,10 @@ def reference_record(spec: OpSpec) -> str:
 _DIRECTIVE = re.compile(r"^\s*(include\b|#)", re.M)
 
 
-def record_outputs(record: str) -> dict[str, str]:
+def record_outputs(record: str) -> dict:
     """What mlir-tblgen-19 generates for one op `record` (a TableGen `def ... : Npu_Op<...>`, placed after PREAMBLE):
-    {"decls": the C++ declarations, "docs": the op's Markdown documentation}. MlirToolError carries tblgen's
+    {"decls": the C++ declarations, "docs": the op's Markdown documentation, "records": the defs and classes the text
+    adds, with each def's fields as TableGen resolved them (`--print-records`)}. MlirToolError carries tblgen's
     diagnostics; a record may not include files or use preprocessor directives. Where the grader's judge asks, it
     runs in the student's sandbox (infopt.grading.guards.native_runner), never beside the expected values."""
     from ..grading import guards
@@ -114,7 +116,41 @@ def record_outputs(record: str) -> dict[str, str]:
     with tempfile.TemporaryDirectory(prefix="ods-") as tmp:
         td = Path(tmp) / "op.td"
         td.write_text(PREAMBLE + "\n" + record)
-        return {"decls": tblgen("decls", td), "docs": tblgen("docs", td)}
+        return {"decls": tblgen("decls", td), "docs": tblgen("docs", td), "records": _new_records(td)}
+
+
+def _printed_records(td: Path) -> str:
+    return run_tool("mlir-tblgen", ["--print-records", f"-I{LLVM_ROOT / 'include'}", str(td)])
+
+
+def _named(printed: str, kind: str) -> set[str]:
+    return {n for n in re.findall(rf"^{kind} (\w+)", printed, re.M) if not n.startswith("anonymous_")}
+
+
+@functools.lru_cache(maxsize=1)
+def _preamble_records() -> tuple[frozenset, frozenset]:
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="ods-") as tmp:
+        td = Path(tmp) / "preamble.td"
+        td.write_text(PREAMBLE)
+        printed = _printed_records(td)
+    return frozenset(_named(printed, "def")), frozenset(_named(printed, "class"))
+
+
+def _new_records(td: Path) -> dict:
+    """What a record file adds to PREAMBLE, as TableGen resolved it: its named defs and classes, and the string and
+    bit fields of each def ({"defs": [...], "classes": [...], "fields": {def: {field: value}}})."""
+    printed = _printed_records(td)
+    defs, classes = _preamble_records()
+    new = sorted(_named(printed, "def") - defs)
+    fields = {}
+    for name in new:
+        body = re.search(rf"^def {name} {{.*?^}}", printed, re.M | re.S)
+        text = body.group(0) if body else ""   # TableGen prints a string field unescaped, on one line
+        fields[name] = {m.group(1): m.group(2) for m in re.finditer(r'^  string (\w+) = "(.*)";$', text, re.M)}
+        fields[name].update({m.group(1): m.group(2) for m in re.finditer(r"^  bit (\w+) = ([01]);$", text, re.M)})
+    return {"defs": new, "classes": sorted(_named(printed, "class") - classes), "fields": fields}
 
 
 def documented(docs: str) -> dict:

@@ -73,7 +73,10 @@ def _interpreter_functions(program: Any, names: dict) -> list:
             a, b, c, m, n, k, acc = (_int(x) for x in args)
             bounds = [int(v) for v in op.tile.get_values()]
             for size, value, bound in (("m", m, bounds[0]), ("n", n, bounds[1]), ("k", k, bounds[2])):
-                if not 1 <= value <= bound:
+                if value < 1:
+                    raise AccelError(f"npu.matmul (command {len(program)}): {size} = {value}, an empty tile: a loop "
+                                     f"runs past the end of the matrix, or an edge size is computed wrong")
+                if value > bound:
                     raise AccelError(f"npu.matmul (command {len(program)}): {size} = {value} is outside 1..{bound}, "
                                      f"its bound in the tile attribute [TM, TN, TK] = {bounds}")
             program.append(commands.tile_matmul(a, b, c, m, n, k, bool(acc)))
