@@ -86,3 +86,26 @@ def test_record_outputs_lists_what_the_text_adds_with_its_fields_as_tablegen_res
                            "def Npu_IndexType : TypeAlias<Index>;\nclass Helper<int n> { int m = n; }\n")["records"]
     assert extra["defs"] == ["Npu_IndexType", "Npu_XOp"] and extra["classes"] == ["Helper"]
     assert extra["fields"]["Npu_XOp"]["summary"] == 'say "x"' and extra["fields"]["Npu_XOp"]["hasVerifier"] == "0"
+
+
+def test_documented_reads_each_constraint_that_the_declarations_cannot_tell_apart():
+    """I1 and I32 (or F32 and F64, StrAttr and SymbolNameAttr) generate the same C++ accessors; the documentation
+    names each constraint, which is what unit 04's tests compare."""
+    from infopt.mlir.ods import documented, record_outputs
+
+    def doc(operand: str, attribute: str, result: str) -> dict:
+        return documented(record_outputs(f'def Npu_XOp : Npu_Op<"x"> {{\n  let summary = "do x";\n'
+                                         f"  let arguments = (ins {operand}:$a, {attribute}:$k);\n"
+                                         f"  let results = (outs {result}:$r);\n}}\n")["docs"])
+
+    base = doc("I1", "StrAttr", "F32")
+    assert base["summary"] == "Do x"
+    assert base["operands"] == [("a", "1-bit signless integer")] and base["results"] == [("r", "32-bit float")]
+    assert base["attributes"] == [("k", "string attribute")]
+    assert doc("I32", "StrAttr", "F32")["operands"] != base["operands"]
+    assert doc("I1", "SymbolNameAttr", "F32")["attributes"] == base["attributes"]   # the records tell these apart:
+    named = record_outputs('def Npu_XOp : Npu_Op<"x"> {\n  let arguments = (ins I1:$a, SymbolNameAttr:$k);\n}\n')
+    assert named["records"]["fields"]["Npu_XOp"]["arguments"] == "(ins I1:$a, SymbolNameAttr:$k)"
+    assert doc("I1", "StrAttr", "F64")["results"] != base["results"]
+    empty = documented(record_outputs('def Npu_YOp : Npu_Op<"y"> {}\n')["docs"])
+    assert empty["operands"] == empty["attributes"] == empty["results"] == []

@@ -1750,6 +1750,16 @@ def _check_record(spec: OpSpec, label: str, hidden: bool) -> None:
         for part, kinds in (("operands", "VALUE_KINDS"), ("attributes", "ATTRIBUTE_KINDS"), ("results", "VALUE_KINDS")):
             check_true(doc[part] == wanted[part], f"the {part} your record declares are documented as {doc[part]}; "
                        f"the spec's, each with the constraint {kinds} names, are {wanted[part]}")
+        mine_f, want_f = added["fields"][spec.record], want["records"]["fields"][spec.record]
+        for part in ("arguments", "results"):
+            items = [sorted(str(f.get(part, "")).strip("()").removeprefix("ins").removeprefix("outs").strip()
+                            .split(", ")) for f in (mine_f, want_f)]
+            check_true(mine_f.get(part) == want_f.get(part) or items[0] != items[1], f"the {part} your record "
+                       f"declares come in another order: {mine_f.get(part)}; the spec's order (the operands, then "
+                       f"the attributes, each as the spec lists them) is {want_f.get(part)}")
+            check_true(mine_f.get(part) == want_f.get(part), f"the {part} your record declares are "
+                       f"{mine_f.get(part)}; the spec's, each written `Constraint:$name` with the constraint "
+                       f"VALUE_KINDS or ATTRIBUTE_KINDS names, are {want_f.get(part)}")
         a, b = generated_api(got["decls"], cls), generated_api(want["decls"], cls)
         check_true(a["accessors"] == b["accessors"], f"your record generates the accessors {a['accessors']}; the "
                    f"spec's operands, attributes and results give {b['accessors']}")

@@ -139,8 +139,9 @@ def _preamble_records() -> tuple[frozenset, frozenset]:
 
 
 def _new_records(td: Path) -> dict:
-    """What a record file adds to PREAMBLE, as TableGen resolved it: its named defs and classes, and the string and
-    bit fields of each def ({"defs": [...], "classes": [...], "fields": {def: {field: value}}})."""
+    """What a record file adds to PREAMBLE, as TableGen resolved it: its named defs and classes, and the string, bit
+    and dag fields of each def ({"defs": [...], "classes": [...], "fields": {def: {field: value}}}; a dag as TableGen
+    prints it, `(ins Index:$addr, I64Attr:$v)`)."""
     printed = _printed_records(td)
     defs, classes = _preamble_records()
     new = sorted(_named(printed, "def") - defs)
@@ -150,14 +151,15 @@ def _new_records(td: Path) -> dict:
         text = body.group(0) if body else ""   # TableGen prints a string field unescaped, on one line
         fields[name] = {m.group(1): m.group(2) for m in re.finditer(r'^  string (\w+) = "(.*)";$', text, re.M)}
         fields[name].update({m.group(1): m.group(2) for m in re.finditer(r"^  bit (\w+) = ([01]);$", text, re.M)})
+        fields[name].update({m.group(1): m.group(2) for m in re.finditer(r"^  dag (\w+) = (.*);$", text, re.M)})
     return {"defs": new, "classes": sorted(_named(printed, "class") - classes), "fields": fields}
 
 
 def documented(docs: str) -> dict:
     """What mlir-tblgen's documentation of one op says: {"summary": the summary line as written (tblgen capitalizes
     its first letter), "attributes" / "operands" / "results": [(name, constraint description), ...] in order}. The
-    descriptions tell constraints apart that the C++ declarations do not (I1 from I32, F32 from F64, StrAttr from
-    SymbolNameAttr)."""
+    descriptions tell most constraints apart that the C++ declarations do not (I1 from I32, F32 from F64), not all
+    (StrAttr and SymbolNameAttr are both a "string attribute": record_outputs' records give the constraints' names)."""
     summary = re.search(r"^_(.*)_$", docs, re.M)
     out: dict = {"summary": summary.group(1) if summary else None}
     for section, row in (("attributes", r"<tr><td><code>(\w+)</code></td><td>[^<]*</td><td>([^<]*)</td></tr>"),
