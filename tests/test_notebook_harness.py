@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -219,10 +220,34 @@ def test_a_fork_point_that_dies_leaves_its_wrong_answers_ungraded_never_rejected
     assert any("the fast path did not grade add__subtracts.py" in p and "ended without a result" in p
                for p in problems), problems
     assert any("did not grade the release's 'add'" in p for p in harness.release_problems(graded))
-    assert any("ended without a result" in p for p in harness.fast_path_problems(unit, graded))
+    assert any("ended without a result (killed by a signal" in p for p in harness.fast_path_problems(unit, graded))
     # the other exercise's fork point is untouched: its wrong answer is rejected, its control gets full marks
     assert harness.wrong_answer_problems(unit, graded, "wrong_softmax__unstable") == []
     assert graded.scores["solution"] == {"add_test": (2.0, 2.0), "softmax_test": (3.0, 3.0)}
+
+
+def test_a_fork_point_has_left_the_kernels_process_group_before_the_kernel_goes_on(tmp_path):
+    """ipykernel SIGKILLs the children left in its process group when it shuts down: the kernel may run on (and end,
+    after a short last exercise) only once its new fork point is in a session of its own. The fork point then waits
+    for the harness's go, grades, writes its result and exits."""
+    import fcntl
+
+    from tests.notebooks import forkpoints
+
+    (tmp_path / "go.lock").touch()
+    held = os.open(tmp_path / "go.lock", os.O_RDWR)
+    fcntl.flock(held, fcntl.LOCK_EX)
+    graded = lambda shell, cells, index, variants, timeout_s: {"v": {"score": 1.0}}  # noqa: E731
+    forkpoints._fork_point(None, graded, tmp_path, [], 0, "ex", [{"id": "v"}], 1.0)
+    pid = int((tmp_path / "pid-ex").read_text())
+    try:
+        assert os.getpgid(pid) == pid != os.getpgrp()
+    finally:
+        fcntl.flock(held, fcntl.LOCK_UN)
+        os.close(held)
+        _, status = os.waitpid(pid, 0)
+    assert os.WEXITSTATUS(status) == 0
+    assert json.loads((tmp_path / "result-ex.json").read_text()) == {"v": {"score": 1.0}}
 
 
 def test_an_argument_the_hidden_tests_never_vary_and_stale_insensitive_rows_are_reported(broken):

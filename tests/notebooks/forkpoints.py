@@ -31,6 +31,7 @@ from pathlib import Path
 ENV = "INFOPT_FORKPOINTS"           # the fork points' folder (job, lock, pids, results)
 OWNER_ENV = "INFOPT_FORKPOINTS_OWNER"  # the harness's pid: fork points give up when it is gone
 LAUNCHER = Path(__file__).with_name("forkpoint_kernel.py")
+SETSID_WAIT_S = 10.0  # how long the kernel waits for a new fork point to leave its process group
 
 
 def control_variant(exercise: str) -> str:
@@ -101,8 +102,11 @@ class ForkPoints:
                 elif pid is None or not _alive(pid):
                     if result.is_file():  # written between the two looks
                         continue
+                    died = self.folder / f"died-{ex}.txt"
                     why = ("the solution run never reached its solution cell" if pid is None else
-                           f"its fork point (pid {pid}) ended without a result")
+                           f"its fork point (pid {pid}) ended without a result" + (
+                               f": {died.read_text()[-1000:]}" if died.is_file() else
+                               " (killed by a signal: no traceback was written)"))
                     outcomes.update(self._failed(ex, why))
                     pending.discard(ex)
             if pending and time.monotonic() - began > budget_s:
@@ -201,15 +205,25 @@ def _fork_point(shell, grade_at, folder: Path, cells: list[dict], index: int, ex
         claim = os.open(folder / f"pid-{exercise}", os.O_WRONLY | os.O_CREAT | os.O_EXCL)
     except FileExistsError:  # a restarted kernel: that exercise has its fork point already
         return
+    # The kernel waits until the fork point has left its process group: at shutdown ipykernel SIGKILLs the children
+    # still in its group, and a fork point not yet scheduled when a short last exercise ends would go with them
+    # (seen under CI load: the fixture's last exercise lost its fork point).
+    ready_r, ready_w = os.pipe()
     pid = os.fork()
     if pid:
+        os.close(ready_w)
         os.write(claim, str(pid).encode())
         os.close(claim)
+        _wait_readable(ready_r, SETSID_WAIT_S)
+        os.close(ready_r)
         return
     code = 0
     try:
-        os.close(claim)
         os.setsid()  # out of the kernel's process group: the kernel's shutdown must not take it along
+        os.write(ready_w, b"1")
+        os.close(ready_w)
+        os.close(ready_r)
+        os.close(claim)
         _cut_off_from_jupyter(shell)
         lock = _wait_for_go(folder, int(os.environ.get(OWNER_ENV, "0") or 0))
         outcomes = grade_at(shell, cells, index, variants, timeout_s)
@@ -217,10 +231,22 @@ def _fork_point(shell, grade_at, folder: Path, cells: list[dict], index: int, ex
         part.write_text(json.dumps(outcomes))
         part.replace(folder / f"result-{exercise}.json")
         fcntl.flock(lock, fcntl.LOCK_UN)
-    except BaseException:  # noqa: BLE001 (the harness reports a fork point that ends without a result)
+    except BaseException:  # noqa: BLE001 (the harness reports a fork point that ends without a result, and why)
         code = 1
+        with contextlib.suppress(BaseException):
+            import traceback
+
+            (folder / f"died-{exercise}.txt").write_text(traceback.format_exc()[-2000:])
     finally:
         os._exit(code)
+
+
+def _wait_readable(fd: int, timeout_s: float) -> None:
+    """Block until `fd` has data or its writer closed it, at most `timeout_s`."""
+    import select
+
+    with contextlib.suppress(OSError):
+        select.select([fd], [], [], timeout_s)
 
 
 def _cut_off_from_jupyter(shell) -> None:
