@@ -1368,6 +1368,10 @@ for _op in ("add", "mul"):   # each failure alone: mismatched shapes, and an unr
                               [TOY]), f"toy.{_op}", f"hidden: a {_op} of an unranked argument", True)
 _check_fails(parse_module(_UNRANKED_ARGUMENT.format(op="transpose", operands="%a", types="tensor<*xf64>"), [TOY]),
              "toy.transpose", "hidden: a transpose of an unranked argument", True)
+_check_fails(parse_module('func.func @f(%a: tensor<2x3x4xf64>) {\n  %s = "toy.add"(%a, %a) : (tensor<2x3x4xf64>, '
+                          'tensor<2x3x4xf64>) -> tensor<*xf64>\n  %t = "toy.transpose"(%s) : (tensor<*xf64>) -> '
+                          'tensor<*xf64>\n  "toy.print"(%t) : (tensor<*xf64>) -> ()\n  func.return\n}\n', [TOY]),
+             "toy.transpose", "hidden: a transpose of a 3-D value", True)
 # each operand alone: an unranked second operand, shapes that differ in their rows only or their columns only, reached
 # through another op; a transpose of a 1-D value; and an unranked argument only printed, which is no failure
 for _op in ("add", "mul"):
@@ -1634,7 +1638,8 @@ _check_ok("hidden: f32 and signless i8 are both well formed", True, sizes=(1, 1,
 for _which, _name in enumerate("mnk"):
     for _others in (1, None):
         _over = [_others] * 3
-        _over[_which] = _T[_which] + int(_rng.integers(1, 4))
+        # one past its own bound, which is within the next bound up: a check against another entry passes it
+        _over[_which] = _T[_which] + (1 if _others else int(_rng.integers(1, 4)))
         _check_bad(f"hidden: {_name} above its bound, the others {'constant' if _others else 'computed'}", _name,
                    True, sizes=tuple(_over), tile=_T)
         _zero = [_others] * 3
@@ -1913,6 +1918,7 @@ def emit_npu_schedule(nb: NpuBuilder, A, B, C, config: AccelConfig) -> None:
 
 
 # %% grade_id="npu_schedule_test" points=4
+import dataclasses
 from collections import Counter
 
 from infopt.accel import AccelError, MatMul, matmul_cycles
@@ -1930,6 +1936,7 @@ def _check_schedule(M: int, N: int, K: int, cfg: AccelConfig, seed: int, label: 
     emit = forbidding(emit_npu_schedule, "infopt.mlir.npu.lower:emit_matmul_schedule",
                       "infopt.accel.driver:compile_matmul", "infopt.accel.tiling:tiling",
                       "infopt.mlir.npu.commands:tile_sizes", exercise="emit_npu_schedule")
+    cfg = dataclasses.replace(cfg, dataflow="".join(list(cfg.dataflow)))   # a string made at run time, as a user's is
     what = f"M={M} N={N} K={K} on {cfg}"
     with case(label, show=lambda: what, hidden=hidden):
         module = call_student(lower_matmul_with, emit, M, N, K, cfg, fingerprint=lambda a: 0,
@@ -2005,8 +2012,8 @@ _M, _N, _K = (int(v) for v in _rng.integers(3, 8, 3))     # one array row: TK = 
 _check_schedule(_M, _N, _K, AccelConfig(1, int(_rng.integers(2, 4)), "ws", "int8"), int(_rng.integers(1 << 30)),
                 "hidden: a one-row array", True)
 _R, _C = (int(v) for v in _rng.integers(2, 5, 2))          # the out SRAM (TM x C results) sets TM, not the in SRAM
-_TM = _R + int(_rng.integers(1, 3))
-_check_schedule(2 * _TM + 1, int(_rng.integers(2, 2 * _C + 1)), int(_rng.integers(3, 9)),
+_TM = _R + int(_rng.integers(1, 3))                        # (N >= C: some column block fills the array's columns)
+_check_schedule(2 * _TM + 1, int(_rng.integers(_C, 2 * _C + 1)), int(_rng.integers(3, 9)),
                 AccelConfig(_R, _C, "ws", "int8", out_sram_bytes=4 * _C * _TM), int(_rng.integers(1 << 30)),
                 "hidden: row blocks limited by the out SRAM", True)
 for _df in ("ws", "os"):   # a matmul smaller than the array every way: the tiles are smaller than the array
@@ -2019,8 +2026,10 @@ for _df in ("ws", "os"):   # SRAMs that bind: `in` holds fewer rows of A (all of
     _M, _K, _N = int(_rng.integers(2 * _R, 4 * _R)), int(_rng.integers(2 * _R, 4 * _R)), int(_rng.integers(_C + 1, 3 * _C))
     _dt = str(_rng.choice(["int8", "float32"]))
     _isz = 1 if _dt == "int8" else 4
+    # wt holds at most half of K's rows of a column block: a row panel sized by one K chunk instead of all of K holds
+    # at least twice the rows `in` takes
     _check_schedule(_M, _N, _K, AccelConfig(_R, _C, _df, _dt, in_sram_bytes=int(_rng.integers(1, _R)) * _K * _isz,
-                                            wt_sram_bytes=int(_rng.integers(_R, _K)) * _C * _isz),
+                                            wt_sram_bytes=int(_rng.integers(_R, _K // 2 + 1)) * _C * _isz),
                     int(_rng.integers(1 << 30)), f"hidden: small in and wt SRAMs, {_df}", True)
 # transfers that cost mostly their setup: a loop order chosen by the bytes it moves alone makes more transfers and
 # runs over the budget (one such matmul every grading, and a random one per dataflow)
