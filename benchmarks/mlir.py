@@ -25,7 +25,6 @@ for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 import argparse  # noqa: E402
 import datetime  # noqa: E402
 import json  # noqa: E402
-import platform  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -36,6 +35,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from infopt.runtime.blas import blas_kernel, rerun_without_blas_overrides  # noqa: E402
+from infopt.runtime.host import machine_summary  # noqa: E402
 from infopt.runtime.onnxruntime_session import ort_session  # noqa: E402
 
 
@@ -193,7 +193,7 @@ def main() -> None:
     errs.update({f"cnn b{b} {k}": v for b, c in cnn.items() for k, v in c["rel_err"].items()})
     out = {
         "when": datetime.date.today().isoformat(),
-        "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, one thread per path",
+        "machine": machine_summary(),
         "numpy_blas": blas_kernel(),
         "cnn_iree_time_over_ort_time": {str(b): c["time_over_ort_time_paired"]["iree"] for b, c in cnn.items()},
         "cnn_iree_us_per_batch": {str(b): c["median_us"]["iree"] for b, c in cnn.items()},
