@@ -102,6 +102,34 @@ def test_apply_pattern_class_refuses_the_library_patterns_and_non_patterns_by_na
         apply_pattern_class(int, module)
 
 
+def test_patterns_that_never_reach_a_fixpoint_stop_with_a_message_not_a_hang():
+    """xDSL's walker has no bound of its own: a pattern that reports a rewrite every time (here it replaces a
+    transpose by a fresh copy of itself) would loop forever; apply_patterns stops it, as MLIR's greedy driver does."""
+    import time
+
+    from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
+
+    from infopt.mlir.toy.dialect import TransposeOp
+    from infopt.mlir.toy.patterns import PatternsDidNotConverge, apply_pattern_class, apply_patterns, canonicalize
+
+    class Forever(RewritePattern):
+        @op_type_rewrite_pattern
+        def match_and_rewrite(self, op: TransposeOp, rewriter: PatternRewriter) -> None:
+            rewriter.replace(op, TransposeOp(op.arg))
+
+    module = emit_toy("def main() { var a = [[1, 2], [3, 4]]; print(transpose(a)); }")
+    ops = sum(1 for _ in module.walk())
+    began = time.monotonic()
+    with pytest.raises(PatternsDidNotConverge, match=rf"kept rewriting: {16 * ops + 65} rewrites of a module of {ops} ops"):
+        apply_pattern_class(Forever, module)
+    assert time.monotonic() - began < 30
+    with pytest.raises(PatternsDidNotConverge, match=rf"{2 * ops + 65} rewrites"):
+        apply_patterns(module.clone(), [Forever()], rewrites_per_op=2)
+    # the library's canonicalizations reach their fixpoint well inside the bound
+    program = "def main() { var a<2, 2> = [1, 2, 3, 4]; var b<4> = a; print(transpose(transpose(b))); }"
+    assert "toy.transpose" not in _names(canonicalize(emit_toy(program)))
+
+
 def test_passes_run_by_name_and_a_students_pass_is_registered_under_its_own():
     """infopt.mlir.toy.passes: pipelines by name; run_with_pass reports instead of raising, and never falls back to
     the library's shape inference when the student's pass has another name."""

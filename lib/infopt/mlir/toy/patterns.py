@@ -120,9 +120,34 @@ def remove_dead(module: Any) -> int:
     return erased
 
 
-def apply_patterns(module: Any, patterns: list[RewritePattern]) -> Any:
-    """Apply `patterns` greedily until nothing matches, then remove dead ops; returns the module."""
-    PatternRewriteWalker(GreedyRewritePatternApplier(list(patterns)), apply_recursively=True).rewrite_module(module)
+class PatternsDidNotConverge(RuntimeError):
+    """The greedy driver stopped: the patterns kept rewriting without reaching a fixpoint."""
+
+
+class _CountedRewrites(RewritePattern):
+    """Wraps the patterns' applier and raises PatternsDidNotConverge past `limit` rewrites (xDSL's walker has no
+    bound of its own; MLIR's greedy driver gives up after 10 sweeps for the same reason)."""
+
+    def __init__(self, applier: RewritePattern, limit: int, ops: int) -> None:
+        self.applier, self.limit, self.ops, self.rewrites = applier, limit, ops, 0
+
+    def match_and_rewrite(self, op: Any, rewriter: PatternRewriter) -> None:
+        self.applier.match_and_rewrite(op, rewriter)
+        if rewriter.has_done_action:
+            self.rewrites += 1
+            if self.rewrites > self.limit:
+                raise PatternsDidNotConverge(
+                    f"the patterns kept rewriting: {self.rewrites} rewrites of a module of {self.ops} ops reached no "
+                    f"fixpoint (a pattern that rewrites an op into one it matches again, or that reports a change "
+                    f"when it makes none, never stops)")
+
+
+def apply_patterns(module: Any, patterns: list[RewritePattern], rewrites_per_op: int = 16) -> Any:
+    """Apply `patterns` greedily until nothing matches, then remove dead ops; returns the module. Raises
+    PatternsDidNotConverge after more than `rewrites_per_op` rewrites per op of the module (plus 64)."""
+    ops = sum(1 for _ in module.walk())
+    counted = _CountedRewrites(GreedyRewritePatternApplier(list(patterns)), rewrites_per_op * ops + 64, ops)
+    PatternRewriteWalker(counted, apply_recursively=True).rewrite_module(module)
     remove_dead(module)
     return module
 
