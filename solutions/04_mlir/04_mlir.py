@@ -1245,7 +1245,7 @@ from xdsl.dialects.builtin import UnrankedTensorType
 from infopt.grading.forbid import forbid
 from infopt.mlir.toy.dialect import TOY
 from infopt.mlir.toy.passes import run_pipeline, run_with_pass
-from infopt.mlir.toy.programs import random_toy_source
+from infopt.mlir.toy.programs import random_toy_source, toy_literal
 
 _SHAPE_FORBIDDEN = ("infopt.mlir.toy.shapes:infer_shapes", "infopt.mlir.toy.passes:ToyShapeInference.apply",
                     "infopt.mlir.toy.dialect:_Binary.infer_shapes", "infopt.mlir.toy.dialect:TransposeOp.infer_shapes")
@@ -1378,14 +1378,14 @@ for _op in ("add", "mul"):
     _check_fails(parse_module(_UNRANKED_ARGUMENT.format(op=_op, operands="%b, %a", types="tensor<2x3xf64>, tensor<*xf64>"),
                               [TOY]), f"toy.{_op}", f"hidden: a {_op} whose second operand is unranked", True)
 _n = int(_rng.integers(3, 6))
-_wide = "[" + ", ".join("[" + ", ".join(str(j + 1) for j in range(_n + 1)) + "]" for _ in range(2)) + "]"   # 2 x (n+1)
-_tall = "[" + ", ".join("[" + ", ".join(str(j + 1) for j in range(_n)) + "]" for _ in range(3)) + "]"       # 3 x n
-_base = "[" + ", ".join("[" + ", ".join(str(j + 2) for j in range(_n)) + "]" for _ in range(2)) + "]"       # 2 x n
+_wide = toy_literal([range(1, _n + 2)] * 2)   # 2 x (n+1)
+_tall = toy_literal([range(1, _n + 1)] * 3)   # 3 x n
+_base = toy_literal([range(2, _n + 2)] * 2)   # 2 x n
 _check_fails(emit_toy(f"def main() {{ var a = {_base}; var w = {_wide}; var c = a * a; print(c + w); }}"), "toy.add",
              "hidden: an add of shapes with the same rows, through a mul", True)
 _check_fails(emit_toy(f"def main() {{ var a = {_base}; var t = {_tall}; var c = a + a; print(t * c); }}"), "toy.mul",
              "hidden: a mul of shapes with the same columns, through an add", True)
-_check_fails(emit_toy(f"def main() {{ var a = [{', '.join(str(j) for j in range(_n))}]; var b = a + a; "
+_check_fails(emit_toy(f"def main() {{ var a = {toy_literal(range(_n))}; var b = a + a; "
                       f"print(transpose(b)); }}"), "toy.transpose", "hidden: a transpose of a 1-D value", True)
 _check_infers(parse_module(_UNRANKED_ARGUMENT.format(op="add", operands="%b, %b", types="tensor<2x3xf64>, tensor<2x3xf64>")
                            .replace('  func.return', '  "toy.print"(%a) : (tensor<*xf64>) -> ()\n  func.return'), [TOY]),

@@ -138,6 +138,21 @@ def _preamble_records() -> tuple[frozenset, frozenset]:
     return frozenset(_named(printed, "def")), frozenset(_named(printed, "class"))
 
 
+# a def's field as --print-records writes it, one per line: `  <type> <name> = <value>;`
+_FIELD = re.compile(r"^  (string|bit|dag) (\w+) = (.*);$", re.M)
+
+
+def _fields(text: str) -> dict[str, str]:
+    """A printed def's set string fields (unquoted), bit fields and dag fields; unset ones (`?`) left out."""
+    out = {}
+    for kind, name, value in _FIELD.findall(text):
+        if kind == "string" and len(value) >= 2 and value[0] == value[-1] == '"':
+            out[name] = value[1:-1]
+        elif (kind == "bit" and value in ("0", "1")) or kind == "dag":
+            out[name] = value
+    return out
+
+
 def _new_records(td: Path) -> dict:
     """What a record file adds to PREAMBLE, as TableGen resolved it: its named defs and classes, and the string, bit
     and dag fields of each def ({"defs": [...], "classes": [...], "fields": {def: {field: value}}}; a dag as TableGen
@@ -149,9 +164,7 @@ def _new_records(td: Path) -> dict:
     for name in new:
         body = re.search(rf"^def {name} {{.*?^}}", printed, re.M | re.S)
         text = body.group(0) if body else ""   # TableGen prints a string field unescaped, on one line
-        fields[name] = {m.group(1): m.group(2) for m in re.finditer(r'^  string (\w+) = "(.*)";$', text, re.M)}
-        fields[name].update({m.group(1): m.group(2) for m in re.finditer(r"^  bit (\w+) = ([01]);$", text, re.M)})
-        fields[name].update({m.group(1): m.group(2) for m in re.finditer(r"^  dag (\w+) = (.*);$", text, re.M)})
+        fields[name] = _fields(text)
     return {"defs": new, "classes": sorted(_named(printed, "class") - classes), "fields": fields}
 
 

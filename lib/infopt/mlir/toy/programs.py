@@ -5,6 +5,11 @@ from __future__ import annotations
 import numpy as np
 
 
+def toy_literal(values) -> str:
+    """A Toy array literal of integer `values` (any nesting, e.g. `[[1, 2], [3, 4]]` for a 2 x 2 array)."""
+    return "[" + ", ".join(toy_literal(v) if np.ndim(v) else str(int(v)) for v in values) + "]"
+
+
 def random_toy_source(rng: np.random.Generator, statements: int = 6) -> str:
     """Toy source of `main`: 2-D array literals, `var` chains of transpose/+/*, shaped declarations, prints."""
     lines = []
@@ -17,8 +22,7 @@ def random_toy_source(rng: np.random.Generator, statements: int = 6) -> str:
         return f"v{k}"
 
     def literal(shape: tuple[int, int]) -> str:
-        vals = rng.integers(-5, 6, shape)
-        return "[" + ", ".join("[" + ", ".join(str(int(v)) for v in row) + "]" for row in vals) + "]"
+        return toy_literal(rng.integers(-5, 6, shape))
 
     for _ in range(2):
         name = fresh()
