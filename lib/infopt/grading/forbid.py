@@ -126,26 +126,41 @@ def replace_everywhere(owner: Any, attr: str, original: Any, wire: Any, namespac
                        closures: tuple[Any, ...] = ()) -> list[tuple[Any, str, Any]]:
     """Put `wire` where `owner.attr` held `original`, and in every infopt module, namespace and closure cell that
     holds the same object; return the patches (owner or dict, key, original) that undo it."""
-    patches: list[tuple[Any, str, Any]] = [(owner, attr, original)]
-    setattr(owner, attr, wire)
-    for name, module in list(sys.modules.items()):
-        md = getattr(module, "__dict__", None)
-        if md is None or module is owner or not (name == "infopt" or name.startswith("infopt.")):
-            continue
-        for key, value in list(md.items()):
-            if value is original:
-                patches.append((md, key, original))
+    return replace_all([(owner, attr, original, wire)], namespaces, closures)
+
+
+def replace_all(replacements: list[tuple[Any, str, Any, Any]], namespaces: tuple[dict, ...] = (),
+                closures: tuple[Any, ...] = ()) -> list[tuple[Any, str, Any]]:
+    """replace_everywhere for many (owner, attribute, original, wire) at once, in one pass over infopt's modules,
+    the namespaces and the closures (a guard with thirty targets entered per student call made thirty passes: most of
+    a hidden test's time); the patches that undo it."""
+    patches: list[tuple[Any, str, Any]] = []
+    wire_of: dict[int, tuple[Any, Any]] = {}   # id(original) -> (original, its wire): the first target's wire
+    for owner, attr, original, wire in replacements:
+        patches.append((owner, attr, getattr(owner, attr)))
+        setattr(owner, attr, wire)
+        wire_of.setdefault(id(original), (original, wire))
+
+    def swap(value: Any) -> Any:
+        hit = wire_of.get(id(value))
+        return hit[1] if hit is not None and hit[0] is value else None
+
+    ids = wire_of.keys()
+    for md in _infopt_dicts():
+        for key in [k for k, v in md.items() if id(v) in ids]:   # one cheap test per name; swap() on the few hits
+            if (wire := swap(md[key])) is not None:
+                patches.append((md, key, md[key]))
                 md[key] = wire
     for ns in namespaces:
         for key, value in list(ns.items()):
-            if value is original:
-                patches.append((ns, key, original))
+            if (wire := swap(value)) is not None:
+                patches.append((ns, key, value))
                 ns[key] = wire
         for fn in _functions_of(ns):
-            patches += _replace_in_defaults(fn, original, wire)
+            patches += _replace_in_defaults(fn, swap)
     for cell in closures:
-        if cell.cell_contents is original:
-            patches.append((cell, "cell_contents", original))
+        if (wire := swap(cell.cell_contents)) is not None:
+            patches.append((cell, "cell_contents", cell.cell_contents))
             cell.cell_contents = wire
     return patches
 
@@ -153,16 +168,22 @@ def replace_everywhere(owner: Any, attr: str, original: Any, wire: Any, namespac
 def _tripping_code(fn: types.FunctionType, message: str) -> types.CodeType:
     """Code that raises ForbiddenCall(message) with `fn`'s free variables (a function's code may only be swapped for
     code with as many), and `fn`'s name for tracebacks."""
-    free = fn.__code__.co_freevars
+    return _tripping_code_for(fn.__code__.co_freevars, fn.__code__.co_name, fn.__qualname__, message)
+
+
+@functools.lru_cache(maxsize=4096)
+def _tripping_code_for(free: tuple[str, ...], name: str, qualname: str, message: str) -> types.CodeType:
+    """_tripping_code's work, made once per function and message (a guard is entered on every call of a student's
+    function, and compiling is most of its cost)."""
     lines = ["def _outer():", *(f"    {v} = None" for v in free), "    def _trip(*args, **kwargs):"]
     if free:
         lines.append(f"        ({', '.join(free)},)")          # keeps them free variables of _trip
     lines += ["        from infopt.grading.forbid import ForbiddenCall",
               f"        raise ForbiddenCall({message!r})", "    return _trip"]
     scope: dict[str, Any] = {}
-    exec(compile("\n".join(lines), f"<forbidden: {fn.__qualname__}>", "exec"), scope)  # noqa: S102 (our own text)
+    exec(compile("\n".join(lines), f"<forbidden: {qualname}>", "exec"), scope)  # noqa: S102 (our own text)
     code = scope["_outer"]().__code__
-    return code.replace(co_name=fn.__code__.co_name, co_qualname=fn.__qualname__)
+    return code.replace(co_name=name, co_qualname=qualname)
 
 
 def code_targets(original: Any) -> list[types.FunctionType]:
@@ -195,18 +216,26 @@ def swap_code(original: Any, message: str) -> list[tuple[Any, str, Any]]:
     return patches
 
 
-def _sweep_wires(wires: dict[int, Any]) -> None:
-    """Put the originals back wherever an infopt module still holds one of this guard's tripwires: a module the
-    student's code imported while the guard was on bound them at its import."""
+def _sweep_wires(wires: dict[int, Any], loaded: set[str]) -> None:
+    """Put the originals back wherever an infopt module loaded while the guard was on (not in `loaded`) holds one of
+    this guard's tripwires: such a module bound them at its import."""
     if not wires:
         return
-    for name, module in list(sys.modules.items()):
-        md = getattr(module, "__dict__", None)
-        if md is None or not (name == "infopt" or name.startswith("infopt.")):
-            continue
-        for key, value in list(md.items()):
-            if id(value) in wires and type(value).__name__ == "Tripwire":
-                md[key] = wires[id(value)]
+    for md in _infopt_dicts(skip=loaded):
+        for key in [k for k, v in md.items() if id(v) in wires]:
+            if type(md[key]).__name__ == "Tripwire":
+                md[key] = wires[id(md[key])]
+
+
+def _infopt_names() -> set[str]:
+    return {name for name in list(sys.modules) if name == "infopt" or name.startswith("infopt.")}
+
+
+def _infopt_dicts(skip: set[str] = frozenset()) -> list[dict]:
+    """The namespaces of infopt's loaded modules but those named in `skip` (picked by name first: a process holds
+    thousands of modules)."""
+    return [md for name in _infopt_names() - skip
+            if (md := getattr(sys.modules.get(name), "__dict__", None)) is not None]
 
 
 def _functions_of(ns: dict) -> list[Any]:
@@ -224,17 +253,20 @@ def _functions_of(ns: dict) -> list[Any]:
     return found
 
 
-def _replace_in_defaults(fn: Any, original: Any, wire: Any) -> list[tuple[Any, str, Any]]:
-    """Put `wire` for `original` in `fn`'s default values; the patches that undo it."""
+def _replace_in_defaults(fn: Any, swap: Callable[[Any], Any]) -> list[tuple[Any, str, Any]]:
+    """Put each forbidden object's wire (`swap(value)`, None for the others) in `fn`'s default values; the patches
+    that undo it."""
     patches: list[tuple[Any, str, Any]] = []
     defaults = fn.__defaults__ or ()
-    if any(d is original for d in defaults):
+    swapped = [swap(d) for d in defaults]
+    if any(w is not None for w in swapped):
         patches.append((fn, "__defaults__", defaults))
-        fn.__defaults__ = tuple(wire if d is original else d for d in defaults)
+        fn.__defaults__ = tuple(d if w is None else w for d, w in zip(defaults, swapped))
     kw = fn.__kwdefaults__ or {}
-    if any(v is original for v in kw.values()):
+    swapped_kw = {k: swap(v) for k, v in kw.items()}
+    if any(w is not None for w in swapped_kw.values()):
         patches.append((fn, "__kwdefaults__", kw))
-        fn.__kwdefaults__ = {k: wire if v is original else v for k, v in kw.items()}
+        fn.__kwdefaults__ = {k: v if swapped_kw[k] is None else swapped_kw[k] for k, v in kw.items()}
     return patches
 
 
@@ -250,6 +282,7 @@ def forbid(*targets: str, exercise: str, why: str = "", namespaces: tuple[dict, 
     guards.push(targets, exercise, why)  # graded across the boundary: the kernel's calls are guarded there too
     programs = ANY_PROGRAM in targets
     wires: dict[int, Any] = {}   # id(tripwire) -> the original it stands for
+    loaded = _infopt_names()
     try:
         if programs:
             _forbid_programs(f"this exercise asks you to write {exercise} yourself, without running a program; "
@@ -257,10 +290,13 @@ def forbid(*targets: str, exercise: str, why: str = "", namespaces: tuple[dict, 
         # import every target's module before anything is replaced: a module imported while the guard is on
         # would bind the tripwires of the targets it imports
         resolved = [(target, *resolve_target(target)) for target in targets if target != ANY_PROGRAM]
+        replacements = []
         for target, owner, attr, original in resolved:
             wire = tripwire(target, original, exercise, why)
             wires[id(wire)] = original
-            patches += replace_everywhere(owner, attr, original, wire, namespaces, closures)
+            replacements.append((owner, attr, original, wire))
+        patches += replace_all(replacements, namespaces, closures)
+        for target, _owner, _attr, original in resolved:
             patches += swap_code(original, wire_message(target, exercise, why))
         yield
     finally:
@@ -272,7 +308,7 @@ def forbid(*targets: str, exercise: str, why: str = "", namespaces: tuple[dict, 
                 owner[key] = original
             else:
                 setattr(owner, key, original)
-        _sweep_wires(wires)
+        _sweep_wires(wires, loaded)
 
 
 def _has_contents(cell: Any) -> bool:
