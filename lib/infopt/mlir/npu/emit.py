@@ -48,7 +48,10 @@ def _interpreter_functions(program: Any, names: dict) -> list:
     """xDSL interpreter implementations of the npu ops (appending to `program`) and of arith.minsi."""
     from xdsl.dialects import arith
     from xdsl.interpreter import InterpreterFunctions, impl, register_impls
+    from xdsl.interpreters.arith import ArithFunctions
     from xdsl.interpreters.builtin import scalar_attr
+
+    xdsl_arith = ArithFunctions()
 
     @register_impls
     class NpuFunctions(InterpreterFunctions):
@@ -86,7 +89,20 @@ def _interpreter_functions(program: Any, names: dict) -> list:
         def run_minsi(self, interpreter, op, args):
             return (scalar_attr(min(_int(args[0]), _int(args[1])), op.result.type, interpreter.index_bitwidth),)
 
-    return [NpuFunctions()]
+    constants: dict[int, tuple] = {}   # id(op) -> (op, its value); holding the op keeps its id its own
+
+    @register_impls
+    class CachedConstants(InterpreterFunctions):
+        """arith.constant as xDSL runs it, made once per op: a tile loop runs its body's constants thousands of times,
+        and xDSL builds a new attribute each time (half of a schedule's simulation)."""
+
+        @impl(arith.ConstantOp)
+        def run_constant(self, interpreter, op, args):
+            if id(op) not in constants:
+                constants[id(op)] = (op, xdsl_arith.run_constant(interpreter, op, args).values)
+            return constants[id(op)][1]
+
+    return [NpuFunctions(), CachedConstants()]
 
 
 def command_stream(module: Any, func: str = "matmul", config: AccelConfig | None = None) -> Any:
@@ -104,9 +120,10 @@ def command_stream(module: Any, func: str = "matmul", config: AccelConfig | None
     tensor_names = [chr(ord("A") + i) for i in range(len(args))]
     program = commands.new_program({n: tuple(a.type.get_shape()) for n, a in zip(tensor_names, args)})
     interp = Interpreter(module)
-    for impls in (iscf.ScfFunctions(), iarith.ArithFunctions(), ifunc.FuncFunctions(),
-                  *_interpreter_functions(program, {n: n for n in tensor_names})):
+    for impls in (iscf.ScfFunctions(), iarith.ArithFunctions(), ifunc.FuncFunctions()):
         interp.register_implementations(impls)
+    for impls in _interpreter_functions(program, {n: n for n in tensor_names}):
+        interp.register_implementations(impls, override=True)   # arith.constant: the cached one
     leftover = [op.name for op in fn.walk() if op.name.startswith("linalg.")]
     if leftover:
         raise AccelError(f"@{func} still holds {leftover}: lower it to npu ops first (lower_to_npu)")
