@@ -27,7 +27,12 @@ Rows (issue 18's targets beside them):
 - disaggregated prefill/decode: a cost model fitted to this run's measured engine steps drives the same scheduler
   on 2 colocated machines vs 1 prefill + 1 decode (TTFT and TPOT).
 
-    python benchmarks/llm.py [--quick] [--json]
+    python benchmarks/llm.py [--quick] [--json] [--out solutions/08_llm/data/bench.json]
+
+Both the KV-cache row and the batching sweep also run on a model sized so that a step's arithmetic and weight
+traffic set its time (``large_config``: 24M random weights), with the same prompt, trace and pool; each sweep
+reports the cost model fitted to its matched continuous run (the fixed part of a step against the part per
+sequence), which is what separates the two sizes.
 """
 from __future__ import annotations
 
@@ -40,13 +45,16 @@ for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import argparse  # noqa: E402
 import dataclasses  # noqa: E402
+import datetime  # noqa: E402
 import json  # noqa: E402
 import statistics  # noqa: E402
 import time  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 TARGETS = {"kv_cache_speedup_256": 5.0, "paged_waste_over_contiguous": 0.05, "continuous_over_static_throughput": 2.0,
            "spec_target_pass_reduction": 1.5, "engine_over_hf_generate_throughput": 2.0,
-           "hf_logits_max_abs_err": 1e-4}
+           "hf_logits_max_abs_err": 1e-4, "kv_cache_speedup_256_large": 5.0,
+           "continuous_over_static_throughput_large": 2.0}
 BLOCK = 16
 
 
@@ -107,7 +115,7 @@ def bench_batching(model, trace, num_blocks: int, limits: list[int], repeats: in
     """Static and continuous engines swept over their batch limit on the same trace and pool, interleaved
     (every limit of both in each round); per configuration the round with the shortest makespan is kept (its
     throughput and its p99 together), which filters out rounds slowed by other tenants of the machine."""
-    from infopt.llm.engine import ContinuousEngine, StaticEngine
+    from infopt.llm.engine import ContinuousEngine, StaticEngine, fit_cost_model
 
     static, cont, outputs = {}, {}, {}
     for _ in range(repeats):
@@ -124,14 +132,44 @@ def bench_batching(model, trace, num_blocks: int, limits: list[int], repeats: in
     within = [b for b in cont if cont[b].percentile("latency", 99) <= budget]
     best_c = max(within, key=lambda b: cont[b].throughput) if within else min(
         cont, key=lambda b: cont[b].percentile("latency", 99))
+    fit = fit_cost_model(cont[best_c])
+    full = fit.decode_step_s + best_c * fit.decode_seq_s
     return {
         "static": {b: _row(s) for b, s in static.items()}, "continuous": {b: _row(c) for b, c in cont.items()},
+        "step_fit": {**dataclasses.asdict(fit), "batch": best_c,
+                     "fixed_share_of_full_step": fit.decode_step_s / full if full > 0 else float("nan")},
         "static_best_batch": best_s, "continuous_matched_batch": best_c, "p99_budget_s": budget,
         "matched_within_budget": bool(within),
         "ratio": cont[best_c].throughput / static[best_s].throughput,
         "same_tokens_static_vs_continuous": all(outputs.values()),
         "runs": {"static": static, "continuous": cont},
     }
+
+
+def large_config():
+    """A Llama sized so that a step's arithmetic and weight traffic, not Python's per-op overhead, set its time
+    (d = 512, 8 layers, GQA 8/4 heads of 64, MLP 1408, 1024 positions: 24M weights, 95 MB in fp32). Random
+    weights: the timing does not depend on what the model says."""
+    from infopt.llm.model import TinyConfig
+
+    return TinyConfig(dim=512, n_layers=8, n_heads=8, n_kv_heads=4, head_dim=64, ffn_dim=1408, max_seq_len=1024)
+
+
+def bench_large(prompt: list[int], trace, num_blocks: int, limits: list[int], repeats: int, new_tokens: int) -> dict:
+    """The KV-cache and batching rows again, on large_config()'s model: same prompt, trace, pool and method."""
+    from infopt.llm.model import TinyLlama
+
+    model = TinyLlama(large_config(), seed=0).eval()
+    kv = bench_kv_cache(model, prompt, repeats=repeats, new_tokens=new_tokens)
+    batching = bench_batching(model, trace, num_blocks, limits, repeats=repeats)
+    del batching["runs"]
+    return {"config": dataclasses.asdict(model.config), "weights": model.num_parameters(), "kv_cache": kv,
+            "batching": batching}
+
+
+def step_costs(kv: dict) -> dict:
+    """Per generated token, in ms: recomputing the whole sequence (no cache) and one cached step."""
+    return {m: 1e3 * kv["seconds"][m] / kv["new_tokens"] for m in ("none", "contiguous")}
 
 
 def bench_policies(model, trace, num_blocks: int, max_batch: int, scarce_blocks: int, budget: int,
@@ -212,6 +250,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="a smaller workload (a smoke test, not the figures)")
     ap.add_argument("--json", action="store_true", help="print one JSON object and nothing else")
+    ap.add_argument("--out", type=Path, help="also write the JSON object to this file (the notebook's figures)")
     args = ap.parse_args()
 
     import torch
@@ -219,6 +258,7 @@ def main() -> None:
     from infopt.llm.model import load_model
     from infopt.llm.tokenizer import ByteTokenizer
     from infopt.llm.traces import poisson_trace
+    from infopt.runtime.host import machine_summary
 
     torch.set_num_threads(1)
     t_start = time.perf_counter()
@@ -247,6 +287,7 @@ def main() -> None:
     disagg_trace = poisson_trace(60 if q else 200, 8.0, seed=1, prompt_len=prompt_len, output_len=(8, 96))
     disagg = bench_disaggregated(ours, model, disagg_trace)
     del batching["runs"]
+    large = bench_large(prompt, trace, num_blocks, limits, repeats=1 if q else 2, new_tokens=64 if q else 256)
 
     result = {
         "kv_cache_speedup_256": kv["speedup"],
@@ -255,16 +296,25 @@ def main() -> None:
         "spec_target_pass_reduction": spec["target_pass_reduction"],
         "engine_over_hf_generate_throughput": hf["ratio"],
         "hf_logits_max_abs_err": logits_err,
+        "kv_cache_speedup_256_large": large["kv_cache"]["speedup"],
+        "continuous_over_static_throughput_large": large["batching"]["ratio"],
         "targets": TARGETS,
+        "weights": model.num_parameters(),
+        "large": large,
         "kv_cache": kv, "paged_waste": waste, "batching": batching, "policies": policies,
         "speculative": spec, "hf_generate": hf, "disaggregated": disagg,
         "workload": {"requests": n, "rate_per_s": rate, "prompt_len": prompt_len, "output_len": output_len,
                      "output_mean": OUTPUT_MEAN, "output_lengths": "exponential tail (chat_like)",
                      "num_blocks": num_blocks, "block_size": BLOCK, "threads": 1},
         "quick": q, "seconds": time.perf_counter() - t_start,
+        "when": datetime.date.today().isoformat(), "machine": machine_summary("1 thread"),
     }
+    text = json.dumps(result, default=str)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text + "\n")
     if args.json:
-        print(json.dumps(result, default=str))
+        print(text)
         return
 
     def line(name: str, fig: float, target: str, ok: bool, note: str = "") -> None:
@@ -296,11 +346,40 @@ def main() -> None:
          f"HF static batch {hf['hf_batch_size']} (same memory) vs our max_batch {mb}; identical requests "
          f"{hf['identical_requests']}")
     line("logits max |ours - HF|", logits_err, "<= 1e-4", logits_err <= 1e-4)
-    print("\nbatch limit sweep (same trace, same pool): throughput tok/s | p99 latency s | p99 TTFT s | p99 TPOT ms")
+    lk, lb = large["kv_cache"], large["batching"]
+    line(f"KV cache speed-up, large model ({lk['new_tokens']} tokens)", lk["speedup"], ">= 5x", lk["speedup"] >= 5,
+         f"{lk['tokens_per_s']['contiguous']:.0f} vs {lk['tokens_per_s']['none']:.0f} tok/s; same tokens "
+         f"{lk['same_tokens']}")
+    line("continuous / static throughput, large model", lb["ratio"], ">= 2x", lb["ratio"] >= 2,
+         f"static batch {lb['static_best_batch']} (p99 {lb['p99_budget_s']:.2f} s) vs continuous max_batch "
+         f"{lb['continuous_matched_batch']}" + ("" if lb["matched_within_budget"] else " NO point within the budget"))
+    for title, bb in (("tiny", b), ("large", lb)):
+        f = bb["step_fit"]
+        print(f"{title} model, decode step fitted to continuous max_batch {f['batch']}: "
+              f"{f['decode_step_s'] * 1e3:.2f} ms + {f['decode_seq_s'] * 1e3:.3f} ms per sequence: the fixed part is "
+              f"{f['fixed_share_of_full_step']:.0%} of a full step")
+    tiny_ms, large_ms = step_costs(kv), step_costs(lk)
+    w_ratio = large["weights"] / model.num_parameters()
+    print(f"\nper generated token, no cache | cached step: tiny model ({model.num_parameters():,} weights) "
+          f"{tiny_ms['none']:.2f} | {tiny_ms['contiguous']:.2f} ms; large model ({large['weights']:,}, {w_ratio:.0f}x "
+          f"the weights) {large_ms['none']:.2f} | {large_ms['contiguous']:.2f} ms: {w_ratio:.0f}x the weights cost "
+          f"{large_ms['none'] / tiny_ms['none']:.1f}x more per recomputing step and "
+          f"{large_ms['contiguous'] / tiny_ms['contiguous']:.1f}x per cached step")
+    for title, bb in (("tiny model", b), ("large model", lb)):
+        print(f"\nbatch limit sweep, {title} (same trace, same pool): throughput tok/s | p99 latency s | p99 TTFT s | "
+              "p99 TPOT ms")
+        _sweep_rows(bb)
+    _rest(result, policies, disagg, mb)
+
+
+def _sweep_rows(b: dict) -> None:
     for name in ("static", "continuous"):
         for lim, r in b[name].items():
             print(f"  {name:<10} {lim:>3}: {r['throughput_tok_s']:>7.0f} | {r['latency_p99']:>6.2f} | "
                   f"{r['ttft_p99']:>6.2f} | {r['tpot_p99'] * 1e3:>6.1f}   peak blocks {r['peak_blocks']:.0f}")
+
+
+def _rest(result: dict, policies: dict, disagg: dict, mb: int) -> None:
     print(f"\nscheduling policies at max_batch {mb}: throughput | p99 TTFT | p99 TPOT ms | preemptions | same tokens")
     for name, r in policies.items():
         print(f"  {name:<24} {r['throughput_tok_s']:>7.0f} | {r['ttft_p99']:>6.2f} | {r['tpot_p99'] * 1e3:>6.1f} | "

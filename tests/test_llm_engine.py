@@ -146,6 +146,25 @@ def test_more_batch_gives_more_simulated_throughput():
     assert tput[0] < tput[1] < tput[2]
 
 
+def test_busy_fraction_queued_fraction_and_mean_batch_say_who_sets_the_pace():
+    """An engine fed faster than it serves is busy all the time; one fed slowly waits between arrivals."""
+    cost = CostModel(decode_step_s=5e-3, decode_seq_s=1e-4, prefill_call_s=1e-3, prefill_token_s=2e-5)
+    runs = {rate: ContinuousEngine(None, 400, BS, max_batch=8, cost=cost).run(
+        poisson_trace(40, rate_per_s=rate, seed=3, prompt_len=(8, 40), output_len=(4, 30), text=TEXT))
+        for rate in (float("inf"), 2.0)}
+    for st in runs.values():
+        assert st.busy_fraction == pytest.approx(sum(s.seconds for s in st.steps) / st.makespan_s)
+        assert st.summary()["busy_fraction"] == st.busy_fraction
+    assert runs[float("inf")].busy_fraction == pytest.approx(1.0, abs=1e-9)
+    assert runs[2.0].busy_fraction < 0.2
+    # all at once: requests queue behind the batch limit of 8, and the steps run full; trickling in: neither
+    crowded, sparse = runs[float("inf")], runs[2.0]
+    assert crowded.queued_fraction > 0.5 and sparse.queued_fraction == 0.0
+    assert crowded.mean_batch > 6 and sparse.mean_batch < 2
+    assert crowded.mean_batch == pytest.approx(
+        sum(len(s.decoded) for s in crowded.steps if s.decoded) / sum(1 for s in crowded.steps if s.decoded))
+
+
 def test_bad_input_is_named(model):
     with pytest.raises(ValueError, match="preemption"):
         ContinuousEngine(model, 8, BS, preemption="drop")

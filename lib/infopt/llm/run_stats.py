@@ -84,6 +84,25 @@ class RunStats:
         return max(r.finish_s for r in self.requests) - min(r.arrival_s for r in self.requests)
 
     @property
+    def busy_fraction(self) -> float:
+        """The share of the makespan the engine spent in steps; the rest it waited for requests to arrive. Near 1
+        the engine sets the throughput; well below 1 the arrivals do, and a faster engine serves no more."""
+        return sum(s.seconds for s in self.steps) / self.makespan_s if self.makespan_s > 0 else float("nan")
+
+    @property
+    def mean_batch(self) -> float:
+        """Sequences decoded per decode step, on average: how full the steps ran."""
+        sizes = [len(s.decoded) for s in self.steps if s.decoded]
+        return sum(sizes) / len(sizes) if sizes else 0.0
+
+    @property
+    def queued_fraction(self) -> float:
+        """The share of steps that ended with an arrived request still waiting to run. Near 0 the engine took every
+        request as it arrived (the arrivals set the pace, and a faster engine serves no more); near 1 it had more work
+        than its batch limit, blocks or batching policy let it take."""
+        return sum(1 for s in self.steps if s.waiting) / len(self.steps) if self.steps else 0.0
+
+    @property
     def throughput(self) -> float:
         """Generated tokens per second of makespan."""
         return self.generated_tokens / self.makespan_s if self.makespan_s > 0 else float("nan")
@@ -99,7 +118,9 @@ class RunStats:
     def summary(self) -> dict[str, float]:
         """Throughput and the p50 / p99 of TTFT and TPOT, as a flat dict (seconds and tokens/s)."""
         out = {"throughput_tok_s": self.throughput, "generated_tokens": float(self.generated_tokens),
-               "makespan_s": self.makespan_s, "peak_blocks": float(self.peak_blocks),
+               "makespan_s": self.makespan_s, "busy_fraction": self.busy_fraction, "mean_batch": self.mean_batch,
+               "queued_fraction": self.queued_fraction,
+               "peak_blocks": float(self.peak_blocks),
                "preemptions": float(self.preemptions)}
         for m in ("ttft", "tpot", "latency"):
             for q in (50, 99):
