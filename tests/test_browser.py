@@ -142,6 +142,31 @@ def test_lab_server_and_browser_start(lab):
     assert lab.browser_pids, "no Chromium process was started"
 
 
+def test_the_overlap_check_sees_labels_drawn_over_each_other(lab):
+    """The check test_student_view applies to every figure, on a page of two figures: point labels at one spot
+    (caught, named by the figure's title) and the same labels spread out (not)."""
+    import plotly.graph_objects as go
+    import plotly.offline
+
+    def figure(div: str, title: str, xs: list[float], ys: list[float]) -> str:
+        fig = go.Figure(go.Scatter(x=xs, y=ys, mode="markers+text", text=["sixteen", "sixty-four", "three"],
+                                   textposition="top center"))
+        fig.update_layout(title=title, width=500, height=300)
+        return plotly.offline.plot(fig, include_plotlyjs=False, output_type="div").replace(
+            "<div>", f'<div id="{div}">', 1)
+
+    page = lab.ctx.new_page()
+    try:
+        page.set_content("<html><body><script>" + plotly.offline.get_plotlyjs() + "</script>"
+                         + figure("a", "crowded", [1.0, 1.0001, 3.0], [5.0, 5.0001, 9.0])
+                         + figure("b", "spread", [1.0, 2.0, 3.0], [1.0, 5.0, 9.0]) + "</body></html>")
+        page.wait_for_function("document.querySelectorAll('.js-plotly-plot .textpoint text').length >= 6")
+        found = student.overlapping_labels(page)
+    finally:
+        page.close()
+    assert found and all(line.startswith("crowded:") for line in found), found
+
+
 @pytest.mark.parametrize("unit", widget_units())
 def test_student_view(lab, unit: str):
     shots = ARTIFACTS / unit
@@ -158,7 +183,9 @@ def test_student_view(lab, unit: str):
         lab.server.track()
         unrun = student.unrun_cells(page)
         visit.cell_errors = student.cell_errors(page)
+        visit.overlapping_labels = student.overlapping_labels(page)
         student.move_sliders(page, visit, shots, unit)
+        visit.overlapping_labels += [f"after the sliders moved: {o}" for o in student.overlapping_labels(page)]
         student.netron_nodes(page, visit, shots, unit)
         # tracebacks anywhere on the page now, widget outputs included (interact() shows its errors there)
         visit.cell_errors = student.cell_errors(page)
@@ -175,6 +202,8 @@ def test_student_view(lab, unit: str):
 
     assert not unrun, f"{unit}: Run All stopped before code cells {unrun[:5]} ran (a cell or widget failed before them)"
     assert not visit.cell_errors, f"{unit}: cells or widgets raised errors in JupyterLab:\n" + "\n".join(visit.cell_errors)[:3000]
+    assert not visit.overlapping_labels, f"{unit}: labels drawn over each other:\n" + "\n".join(
+        visit.overlapping_labels[:20])
     assert not visit.blocked, f"{unit}: the page tried to reach hosts other than loopback (course content must work offline): {visit.blocked[:10]}"
     for s in visit.sliders:
         assert s["from"] != s["to"], f"{unit}: slider {s['slider']!r} in cell {s['cell']} did not move"

@@ -3,7 +3,8 @@ import numpy as np
 import pytest
 
 from infopt.runtime import interleaved, median_ratio, paired_ratio
-from infopt.runtime.roofline import Roofline, measure_bandwidth_gbs, measure_peak_gflops, roofline_figure
+from infopt.runtime.roofline import (Roofline, label_positions, measure_bandwidth_gbs, measure_peak_gflops,
+                                     roofline_figure)
 
 rng = np.random.default_rng()
 
@@ -39,3 +40,15 @@ def test_interleaved_samples_round_robin_and_ratios():
     assert median_ratio(fake, "x", "y") == 2.0 and paired_ratio(fake, "x", "y") == 2.0
     with pytest.raises(ValueError, match="repeats"):
         interleaved({"a": lambda: None}, repeats=0)
+
+
+def test_points_close_together_put_their_labels_on_different_sides():
+    """Two kernels at about the same intensity and speed (a tenth of a decade apart) get labels on different sides;
+    points far apart keep the default, above the marker."""
+    pts = [{"name": "interchanged", "intensity": 2.0, "gflops": 30.0}, {"name": "tiled", "intensity": 2.2,
+                                                                          "gflops": 33.0},
+           {"name": "naive", "intensity": 0.05, "gflops": 1.0}]
+    fig = roofline_figure(Roofline(100.0, 10.0), pts)
+    spots = {t.name: t.textposition for t in fig.data[1:]}
+    assert spots["interchanged"] != spots["tiled"] and spots["naive"] == "top center"
+    assert label_positions([(0.0, 0.0)] * 7)[:6] == list(dict.fromkeys(label_positions([(0.0, 0.0)] * 7)[:6]))

@@ -9,7 +9,7 @@ from infopt.llm.engine import ContinuousEngine, parallel_sampling_log
 from infopt.llm.run_stats import CostModel
 from infopt.llm.model import TARGET_CONFIG, TinyLlama
 from infopt.llm.traces import poisson_trace
-from infopt.widgets.llm_view import batching_explorer, block_table_figure, block_table_view
+from infopt.widgets.llm_view import batching_explorer, block_table_figure, block_table_view, point_labels
 
 TEXT = "for i in range(10):\n    print(i * i)\n" * 50
 COST = CostModel(decode_step_s=5e-3, decode_seq_s=5e-4, prefill_call_s=2e-3, prefill_token_s=1e-4)
@@ -33,8 +33,12 @@ def test_block_table_figure_draws_each_sequences_blocks(crowded_run):
         cells = _cells(block_table_figure(crowded_run, step, cols=4))
         expected = {b for t in st.tables.values() for b in t}
         assert set(cells) == expected
+        hover = {r * len(row) + c: v for r, row in enumerate(block_table_figure(crowded_run, step, cols=4).data[0]
+                                                           .hovertext) for c, v in enumerate(row)}
         for sid, table in st.tables.items():
-            assert all(f"s{sid}" in cells[b] for b in table)
+            assert all(f"seq {sid}" in hover[b] for b in table)
+            owners = {b: sum(b in t for t in st.tables.values()) for b in table}
+            assert all(cells[b].startswith(f"s{sid}<br>") for b in table if owners[b] == 1)
     with pytest.raises(ValueError, match="step"):
         block_table_figure(crowded_run, len(crowded_run.steps))
 
@@ -55,7 +59,11 @@ def test_sharing_is_drawn_dark_with_every_owner():
     fig = block_table_figure(st, 1, cols=8)      # after the fork: 3 prompt blocks, each held by s0, s1, s2
     z = fig.data[0].z
     shared = [b for b, v in enumerate(z[0]) if v == 11]
-    assert shared == [0, 1, 2] and all("s0,s1,s2" in _cells(fig)[b] for b in shared)
+    hover = fig.data[0].hovertext[0]
+    # the cell names the first owner and how many more (a sixteenth of the figure is too narrow for the list);
+    # the hover lists every owner
+    assert shared == [0, 1, 2] and all(_cells(fig)[b].startswith("s0+2<br>") for b in shared)
+    assert all("shared by seq 0, seq 1, seq 2" in hover[b] for b in shared)
     assert st.extra["copy_on_write_copies"] == 2    # 11 tokens: the shared last block is copied by 2 of the 3
 
 
@@ -72,3 +80,12 @@ def test_batching_explorer_controls_redraw_the_curve():
     assert list(fig.data[0].y) != ys
     ctl["measure"].value = "tpot_p99"
     assert "time per output token" in fig.layout.xaxis.title.text
+
+
+def test_points_that_coincide_share_one_label():
+    """A batch limit the arrivals never fill serves exactly as the next smaller one: one label, "16 = 64"."""
+    rows = [{"max_batch": b, "ttft_p99": x, "throughput_tok_s": y}
+            for b, x, y in ((1, 2.0, 100.0), (4, 1.0, 300.0), (16, 0.5, 400.0), (64, 0.5, 400.0), (128, 0.51, 401.0))]
+    assert point_labels(rows, "ttft_p99") == ["1", "4", "16 = 64 = 128", "", ""]
+    apart = [dict(r, throughput_tok_s=100.0 * i) for i, r in enumerate(rows)]
+    assert point_labels(apart, "ttft_p99") == ["1", "4", "16", "64", "128"]

@@ -36,6 +36,7 @@ class Visit:
     screenshots: list[Path] = field(default_factory=list)
     cell_errors: list[str] = field(default_factory=list)
     console_errors: list[str] = field(default_factory=list)
+    overlapping_labels: list[str] = field(default_factory=list)
 
 
 def open_browser(playwright, on_blocked: Callable[[str], None]):
@@ -157,6 +158,37 @@ def unrun_cells(page) -> list[int]:
 def cell_errors(page) -> list[str]:
     """Tracebacks shown in the notebook's outputs."""
     return page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.error']").all_inner_texts()
+
+
+# The text plotly draws beside its data (a scatter's point labels, `.textpoint`; a heatmap's cell texts,
+# `.heatmap-label`) and its annotations: for each figure on the page, every pair of visible labels whose boxes
+# overlap by more than OVERLAP_PX pixels both across and down (text that merely touches is not reported).
+OVERLAP_PX = 3
+_OVERLAPS_JS = """(px) => {
+  const out = [];
+  document.querySelectorAll('.js-plotly-plot').forEach((plot) => {
+    const title = (plot.querySelector('.gtitle') || {}).textContent || '(untitled figure)';
+    const boxes = [...plot.querySelectorAll('.textpoint text, .heatmap-label text, .annotation-text-g text')]
+      .map(t => ({text: t.textContent.trim(), r: t.getBoundingClientRect()}))
+      .filter(b => b.text && b.r.width > 0 && b.r.height > 0);
+    for (let i = 0; i < boxes.length; i++) {
+      for (let j = i + 1; j < boxes.length; j++) {
+        const a = boxes[i].r, b = boxes[j].r;
+        const w = Math.min(a.right, b.right) - Math.max(a.left, b.left);
+        const h = Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top);
+        if (w > px && h > px) {
+          out.push(`${title.slice(0, 80)}: '${boxes[i].text}' and '${boxes[j].text}' overlap`);
+        }
+      }
+    }
+  });
+  return out;
+}"""
+
+
+def overlapping_labels(page) -> list[str]:
+    """Labels drawn over each other in the page's plotly figures (see _OVERLAPS_JS), one line per pair."""
+    return page.evaluate(_OVERLAPS_JS, OVERLAP_PX)
 
 
 def figure_signature(scope) -> str:

@@ -97,6 +97,20 @@ def measure_roofline(quick: bool = True) -> Roofline:
     return Roofline(measure_peak_gflops(400_000, 9), measure_bandwidth_gbs(128, 9))
 
 
+_SPOTS = ("top center", "bottom center", "middle right", "middle left", "top right", "bottom left")
+
+
+def label_positions(points: Sequence[tuple[float, float]], near: float = 0.25) -> list[str]:
+    """A plotly textposition for each point's label (its coordinates as drawn: log10 on a log axis), so that points
+    within `near` of each other in both coordinates put their labels on different sides instead of on top of each
+    other (two kernels with about the same intensity and speed are common on a roofline)."""
+    spots: list[str] = []
+    for i, (x, y) in enumerate(points):
+        taken = {spots[j] for j, (u, v) in enumerate(points[:i]) if abs(x - u) <= near and abs(y - v) <= near}
+        spots.append(next((s for s in _SPOTS if s not in taken), _SPOTS[i % len(_SPOTS)]))
+    return spots
+
+
 def roofline_figure(roof: Roofline, points: Sequence[dict[str, Any]] = (), title: str | None = None):
     """A log-log plotly roofline; each point is ``{"name", "intensity" (FLOP/byte), "gflops"}``."""
     import plotly.graph_objects as go
@@ -107,9 +121,10 @@ def roofline_figure(roof: Roofline, points: Sequence[dict[str, Any]] = (), title
     fig = go.Figure()
     fig.add_trace(go.Scatter(x=xs, y=roof.attainable(xs), mode="lines", name="roofline",
                              line=dict(color="black")))
-    for p in points:
+    spots = label_positions([(np.log10(p["intensity"]), np.log10(p["gflops"])) for p in points])
+    for p, spot in zip(points, spots):
         fig.add_trace(go.Scatter(x=[p["intensity"]], y=[p["gflops"]], mode="markers+text", name=p["name"],
-                                 text=[p["name"]], textposition="top center", marker=dict(size=11)))
+                                 text=[p["name"]], textposition=spot, marker=dict(size=11)))
     fig.update_layout(title=title or f"Roofline: peak {roof.peak_gflops:.0f} GFLOP/s, "
                       f"bandwidth {roof.bandwidth_gbs:.0f} GB/s, ridge {roof.ridge:.1f} FLOP/B",
                       xaxis=dict(type="log", title="arithmetic intensity (FLOP / byte from memory)"),

@@ -42,7 +42,9 @@ def _grid(stats: Any, step: int, cols: int) -> tuple[list, list, list]:
             hover[r][c] = f"block {b}: free"
             continue
         z[r][c] = 11 if len(who) > 1 else 1 + who[0] % 10
-        text[r][c] = ",".join(f"s{s}" for s in who) + f"<br>{fill.get(b, 0)}/{bs}"
+        # a cell is a sixteenth of the figure wide: a shared block names its first sequence and how many more
+        # share it ("s0+3"); the hover lists them all
+        text[r][c] = (f"s{who[0]}" if len(who) == 1 else f"s{who[0]}+{len(who) - 1}") + f"<br>{fill.get(b, 0)}/{bs}"
         hover[r][c] = f"block {b}: " + ("shared by " if len(who) > 1 else "") + ", ".join(
             f"seq {s}" for s in who) + f"; {fill.get(b, 0)} of {bs} slots filled"
     return z, text, hover
@@ -138,6 +140,27 @@ def batching_figure(rows: Sequence[dict], current: int, metric: str = "latency_p
     return fig
 
 
+def point_labels(rows: Sequence[dict], metric: str, near: float = 0.04) -> list[str]:
+    """The batch limit beside each point of the curve; points that land within `near` of the axes' spans of each
+    other (a larger limit the arrivals never fill serves exactly as the smaller one) share one label, "16 = 64",
+    on the first of them, instead of labels printed over each other."""
+    xs = [float(r[metric]) for r in rows]
+    ys = [float(r["throughput_tok_s"]) for r in rows]
+    span_x, span_y = (max(xs) - min(xs)) or 1.0, (max(ys) - min(ys)) or 1.0
+    labels = [""] * len(rows)
+    owner: list[int] = []   # the first point of each group
+    for i in range(len(rows)):
+        home = next((j for j in owner if abs(xs[i] - xs[j]) <= near * span_x and abs(ys[i] - ys[j]) <= near * span_y),
+                    None)
+        name = str(int(rows[i]["max_batch"]))
+        if home is None:
+            owner.append(i)
+            labels[i] = name
+        else:
+            labels[home] += f" = {name}"
+    return labels
+
+
 def _draw_batching(fig: Any, rows: Sequence[dict], current: int, metric: str, rate: float | None) -> None:
     import plotly.graph_objects as go
 
@@ -147,7 +170,7 @@ def _draw_batching(fig: Any, rows: Sequence[dict], current: int, metric: str, ra
     cur = next((r for r in rows if int(r["max_batch"]) == current), rows[-1])
     with fig.batch_update():
         fig.data = []
-        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines+markers+text", text=[str(int(r["max_batch"])) for r in rows],
+        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines+markers+text", text=point_labels(rows, metric),
                                  textposition="top left", hovertext=labels, name="batch limits"))
         fig.add_trace(go.Scatter(x=[cur[metric]], y=[cur["throughput_tok_s"]], mode="markers", name="current",
                                  marker=dict(size=18, symbol="circle-open", color="crimson", line=dict(width=3))))

@@ -104,9 +104,12 @@ def plot_memory_plan(plan: Any, title: str | None = None, height: int = 420, max
     fig = go.Figure(go.Scatter(x=xs, y=ys, fill="toself", mode="lines", line=dict(width=1, color="#1f77b4"),
                                fillcolor="rgba(31,119,180,0.35)", text=hover, hoverinfo="text", name="buffers"))
     s = plan.summary()
-    for value, name, dash in ((s["plan_bytes"], "plan peak", "solid"), (s["lower_bound_bytes"], "lower bound", "dot")):
+    # the peak's label above its line at the left, the bound's below its line at the right: when the plan meets the
+    # bound the two lines coincide, and labels on one spot would be drawn over each other
+    for value, name, dash, spot in ((s["plan_bytes"], "plan peak", "solid", "top left"),
+                                    (s["lower_bound_bytes"], "lower bound", "dot", "bottom right")):
         fig.add_hline(y=value / 1024, line_dash=dash, line_color="#d62728" if name == "plan peak" else "#2ca02c",
-                      annotation_text=f"{name}: {value / 1024:.0f} KiB", annotation_position="top left")
+                      annotation_text=f"{name}: {value / 1024:.0f} KiB", annotation_position=spot)
     fig.update_layout(
         title=title or (f"memory plan: {s['buffers']} buffers, peak {s['plan_bytes'] / 1024:.0f} KiB "
                         f"(no reuse {s['no_reuse_bytes'] / 1024:.0f} KiB)"),
