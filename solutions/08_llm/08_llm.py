@@ -2028,6 +2028,11 @@ for name, s in results.items():
 # * Speculation makes one step verify several tokens; the accept/reject rule keeps the target's distribution.
 # * At long context the cache dominates: GQA, MLA, windows and FP8 shrink it; the parallel forms split what is left,
 #   at a cost in bytes that overlap can hide.
+#
+# **Where the kernels are.** This unit schedules and counts; unit 10 writes the kernels underneath. Paged attention
+# and flash-decoding as Triton kernels are unit 10's section 6, long-context kernels its section 7, the CuTe layout
+# algebra that CUTLASS's GEMM and attention kernels are written in its section 8, and what a new GPU generation
+# (Hopper, Blackwell) changes for a kernel (tile sizes, occupancy, FP8 and FP4 tensor cores) its section 11.
 
 # %%
 print(f"notebook ran in {time.perf_counter() - _T0:.1f} s")
