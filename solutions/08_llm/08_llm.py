@@ -621,9 +621,18 @@ def _refs(pool: BlockAllocator) -> list[int]:
     return [pool.ref_count(b) for b in range(pool.num_blocks)]
 
 
+def _drain(pool: BlockAllocator) -> list[int]:
+    """The blocks the pool still hands out, in order (it is used up)."""
+    out = []
+    while pool.num_free:
+        out.append(pool.allocate())
+    return out
+
+
 def _check_append(num_blocks: int, held: list[int], shared: dict[int, int], table: list[int], num_tokens: int,
                   block_size: int) -> None:
-    """Your (table, copy) and the pool's ref counts after the call against the reference's, on twin pools."""
+    """Your (table, copy), the pool's ref counts and the blocks it still hands out after the call against the
+    reference's, on twin pools."""
     pool, ref_pool = _pool(num_blocks, held, shared), _pool(num_blocks, held, shared)
     before = _refs(pool)
     want = _blocks_ref.append_slot(ref_pool, list(table), num_tokens, block_size)
@@ -635,6 +644,9 @@ def _check_append(num_blocks: int, held: list[int], shared: dict[int, int], tabl
     new, copy = got
     check_true(isinstance(new, list) and all(isinstance(b, int) for b in new), f"{what} must return a tuple "
                f"(new_table, copy) whose new_table is a list of ints, got {new!r}")
+    check_true(copy is None or (isinstance(copy, tuple) and len(copy) == 2 and all(
+        isinstance(b, int) and not isinstance(b, bool) for b in copy)), f"{what}: copy is (src, dst), a tuple of "
+        f"two block numbers (ints), or None; you returned {copy!r}")
     last = table[-1] if table else None
     if num_tokens % block_size == 0:
         check_true(copy is None, f"{what}: the last block is full (num_tokens % block_size == 0), so the token goes "
@@ -666,6 +678,10 @@ def _check_append(num_blocks: int, held: list[int], shared: dict[int, int], tabl
     check_true(isinstance(new, list) and new is not table, f"{what}: new_table is a new list, not the caller's")
     check_equal(_refs(pool), _refs(ref_pool), name=f"every block's ref count after {what} (take blocks with "
                 "allocator.allocate(), drop references with allocator.free())")
+    left, ref_left = _drain(pool), _drain(ref_pool)
+    check_true(left == ref_left, f"{what}: take the new block with allocator.allocate(): after your call the pool "
+               f"would still hand out blocks {left}, where it should hand out {ref_left} (a block taken another way "
+               "is still free, and would be given to two sequences)")
 
 
 def _check_out_of_blocks(num_blocks: int, table: list[int], shared: dict[int, int], num_tokens: int,
@@ -690,57 +706,161 @@ def _check_out_of_blocks(num_blocks: int, table: list[int], shared: dict[int, in
                f"ref counts went from {before} to {_refs(pool)}")
 
 
-def _append_cases(r: np.random.Generator, hidden: bool) -> None:
-    """Every situation on every draw, in an order where each case passes for answers right on the ones before."""
-    bs = int(r.integers(2, 9))
-    n_blocks = int(r.integers(10, 16))
+def _check_tight(num_blocks: int, table: list[int], shared: dict[int, int], num_tokens: int, block_size: int,
+                 free: int) -> None:
+    """A pool with exactly `free` free blocks where the token still fits (it needs no block, or the one that is
+    free): no OutOfBlocks, and the same result as with a roomy pool."""
+    spare = [b for b in range(num_blocks - 1, -1, -1) if b not in table][:free]
+    held = [b for b in range(num_blocks) if b not in spare]
+    what = (f"append_slot(table={table}, num_tokens={num_tokens}, block_size={block_size}) with {free} free "
+            f"block{'s' if free != 1 else ''}")
+    try:
+        _append(_pool(num_blocks, held, shared), list(table), num_tokens, block_size)
+    except OutOfBlocks:
+        if free == 0:
+            check_true(False, f"{what}: the last block is exclusively owned (ref count 1) and has room, so the "
+                       "token needs no block and nothing may be taken; you raised OutOfBlocks")
+        check_true(False, f"{what}: the token needs one new block and one is free, so take that one; you raised "
+                   "OutOfBlocks")
+    except Exception:  # noqa: BLE001 (reported by _check_append below, with the input)
+        pass
+    _check_append(num_blocks, held, shared, table, num_tokens, block_size)
+
+
+def _check_bad_length(pool_blocks: int, held: list[int], shared: dict[int, int], tab: list[int], n: int,
+                      bs: int) -> None:
+    """A table whose length is not ceil(num_tokens / block_size): ValueError, with the pool and the caller's list as
+    they were."""
+    pool = _pool(pool_blocks, held, shared)
+    before, caller, saved = _refs(pool), list(tab), list(tab)
+    check_raises(ValueError, _append, pool, caller, n, bs,
+                 name=f"append_slot(table={tab}, num_tokens={n}, block_size={bs}) (len(table) is not "
+                      f"ceil(num_tokens / block_size))")
+    check_true(caller == saved, f"append_slot(table={tab}, num_tokens={n}, block_size={bs}) raised ValueError but "
+               f"changed its input (the caller's table) to {caller}")
+    check_true(_refs(pool) == before, f"append_slot(table={tab}, num_tokens={n}, block_size={bs}) raised "
+               f"ValueError, but first changed the pool: the ref counts went from {before} to {_refs(pool)} "
+               "(check the table before you allocate or free anything)")
+
+
+def _append_cases(r: np.random.Generator, hidden: bool, bs: int, k: int) -> None:
+    """Every situation for blocks of `bs` tokens and a table of `k` blocks, in an order where each case passes for
+    answers right on the ones before."""
+    n_blocks = k + 3 + int(r.integers(3, 8))
     perm = [int(b) for b in r.permutation(n_blocks)]
-    k = int(r.integers(3, 5))
     table = sorted(perm[:k], reverse=True)    # a table whose blocks are not the lowest free ones, not in order
     held = perm[:k + 3]                       # three more blocks held by other sequences
-    inner = (k - 1) * bs + int(r.integers(1, bs))   # the last block partly filled
-    full = k * bs                                   # the last block full
+    others = perm[k:k + 3]
+    inner = (k - 1) * bs + int(r.integers(1, bs)) if bs > 1 else None   # the last block partly filled
+    full = k * bs                                                        # the last block full
 
     def run(label: str, held: list[int], shared: dict[int, int], table: list[int], n: int) -> None:
         with case(label, show=lambda: f"pool of {n_blocks} blocks, held {sorted(held)}, extra refs {shared}, "
                   f"table {table}, num_tokens={n}, block_size={bs}", hidden=hidden):
             _check_append(n_blocks, held, shared, table, n, bs)
 
+    def tight(label: str, shared: dict[int, int], n: int, free: int) -> None:
+        with case(label, show=lambda: f"pool of {n_blocks} blocks, {free} free, extra refs {shared}, table "
+                  f"{table}, num_tokens={n}, block_size={bs}", hidden=hidden):
+            _check_tight(n_blocks, table, shared, n, bs, free)
+
     run("a full last block, exclusively owned", held, {}, table, full)
     run("the first token of a sequence (an empty table)", held[k:], {}, [], 0)
-    run("a partly filled last block, exclusively owned", held, {}, table, inner)
     run("a full last block shared with a fork", held, {table[-1]: 1}, table, full)
-    run("a partly filled last block shared with a fork", held, {table[-1]: 1}, table, inner)
-    run("a partly filled last block shared with two forks", held, {table[-1]: 2, table[0]: 1}, table, inner)
-    run("a partly filled exclusive last block after shared earlier blocks", held, {table[0]: 1}, table, inner)
-    for label, tab, n in (("a table with one block too many", table, inner - bs),
-                          ("a table with one block too few", table, full + 1),
-                          ("a table with one block too many, at a block boundary", table, full - bs),
-                          ("a table with one block too few, at a block boundary", table, full + bs),
-                          ("an empty table for tokens already stored", [], int(r.integers(1, bs + 1))),
-                          ("a one-block table for a sequence with no token yet", table[-1:], 0)):
+    if inner is not None:
+        run("a partly filled last block, exclusively owned", held, {}, table, inner)
+        run("a partly filled last block shared with a fork", held, {table[-1]: 1}, table, inner)
+        run("a partly filled last block shared with two forks", held, {table[-1]: 2, table[0]: 1}, table, inner)
+        if k > 1:
+            run("a partly filled exclusive last block after shared earlier blocks", held, {table[0]: 1}, table, inner)
+        tight("a partly filled exclusive last block, no free block", {}, inner, 0)
+        tight("copy-on-write with exactly one free block", {table[-1]: 1}, inner, 1)
+    tight("a full last block with exactly one free block", {}, full, 1)
+    bad = []   # (label, table, num_tokens): lengths off by one to three blocks, both ways, inside and at a boundary
+    for d in (1, 2, 3):
+        longer = table + others[:d]
+        bad.append((f"a table with {d} block(s) too many, at a block boundary", longer, full))
+        if inner is not None:
+            bad.append((f"a table with {d} block(s) too many", longer, inner))
+        if k - d >= 0:
+            if inner is not None:
+                bad.append((f"a table with {d} block(s) too few", table[:k - d], inner))
+            bad.append((f"a table with {d} block(s) too few, at a block boundary", table[:k - d], full))
+    bad += [("an empty table for tokens already stored", [], int(r.integers(1, bs + 1))),
+            ("a one-block table for a sequence with no token yet", table[-1:], 0),
+            ("a negative token count (ceil(num_tokens / block_size) < 0)", [], -int(r.integers(bs, 3 * bs + 1)))]
+    for label, tab, n in bad:
         with case(label, show=lambda: f"table {tab}, num_tokens={n}, block_size={bs}", hidden=hidden):
-            pool = _pool(n_blocks, held, {table[-1]: 1})
-            before, saved = _refs(pool), list(tab)
-            check_raises(ValueError, _append, pool, list(tab), n, bs,
-                         name=f"append_slot(table={tab}, num_tokens={n}, block_size={bs}) (len(table) is not "
-                              f"ceil(num_tokens / block_size))")
-            check_true(_refs(pool) == before, f"append_slot(table={tab}, num_tokens={n}, block_size={bs}) raised "
-                       f"ValueError, but first changed the pool: the ref counts went from {before} to {_refs(pool)} "
-                       "(check the table before you allocate or free anything)")
+            _check_bad_length(n_blocks, held, {table[-1]: 1}, tab, n, bs)
     with case("no free block, at a block boundary", show=lambda: f"table {table}, num_tokens={full}", hidden=hidden):
         _check_out_of_blocks(n_blocks, table, {}, full, bs)
-    with case("no free block, copy-on-write of a shared last block",
-              show=lambda: f"table {table}, last block shared, num_tokens={inner}", hidden=hidden):
-        _check_out_of_blocks(n_blocks, table, {table[-1]: 1}, inner, bs)
+    with case("no free block, the first token of a sequence", show=lambda: "table [], num_tokens=0", hidden=hidden):
+        _check_out_of_blocks(n_blocks, [], {}, 0, bs)
+    if inner is not None:
+        for forks in (1, 2):
+            with case(f"no free block, copy-on-write of a last block shared with {forks} fork(s)",
+                      show=lambda: f"table {table}, last block shared, num_tokens={inner}", hidden=hidden):
+                _check_out_of_blocks(n_blocks, table, {table[-1]: forks}, inner, bs)
 
 
-_append_cases(np.random.default_rng(0), hidden=False)
+def _check_growth(r: np.random.Generator, hidden: bool) -> None:
+    """Parallel sampling, call after call on one pool: a sequence grows a token at a time, is forked partway into a
+    block, and both copies grow on. At every call your (table, copy) and the ref counts equal the reference's on a
+    twin pool (a block your function handed out earlier is shared now like any other)."""
+    bs = int(r.integers(2, 9))
+    fork_at = bs + int(r.integers(1, bs))   # the fork shares a partly filled second block
+    pool, ref = BlockAllocator(8), BlockAllocator(8)
+    mine, theirs, count = {"a": []}, {"a": []}, {"a": 0}
+    with case(f"a sequence grown one token at a time, forked after {fork_at} tokens, both grown on",
+              show=lambda: f"block_size={bs}, a pool of 8 blocks", hidden=hidden):
+        for step in range(fork_at + 3):
+            if step == fork_at:
+                for b in theirs["a"]:
+                    ref.fork(b)
+                for b in mine["a"]:
+                    pool.fork(b)
+                mine["b"], theirs["b"], count["b"] = list(mine["a"]), list(theirs["a"]), count["a"]
+            for name in sorted(mine):
+                what = (f"append_slot(table={mine[name]}, num_tokens={count[name]}, block_size={bs}) for sequence "
+                        f"{name!r} after {step} steps")
+                want = _blocks_ref.append_slot(ref, theirs[name], count[name], bs)
+                got = call_student(_append, pool, mine[name], count[name], bs, name="append_slot",
+                                   fingerprint=lambda a: "pool" if a is pool else repr(a))
+                check_true(isinstance(got, tuple) and len(got) == 2, f"{what} must return a tuple (new_table, copy)")
+                if want[1] is not None:
+                    check_true(got[1] is not None, f"{what}: its last block is shared (ref count "
+                               f"{ref.ref_count(theirs[name][-1])}) and the next token goes into it: copy-on-write "
+                               f"(a fresh block, the copy (src, dst)); you returned copy None")
+                if count[name] % bs == 0:
+                    why = "the last block is full (or there is none): take a block and append it to the table"
+                elif want[1] is None:
+                    why = (f"the last block {theirs[name][-1]} is exclusively owned (ref count 1) and has room: the "
+                           "table stays as it is and the copy is None")
+                else:
+                    why = "copy-on-write (a fresh block, the copy (src, dst)) replaces the shared last block"
+                check_true((list(got[0]), got[1]) == (want[0], want[1]), f"{what}: {why}; expected {want}, got {got}")
+                check_equal(_refs(pool), _refs(ref), name=f"every block's ref count after {what}")
+                mine[name], theirs[name] = list(got[0]), want[0]
+                count[name] += 1
+
+
+def _append_plan(r: np.random.Generator) -> list[tuple[int, int]]:
+    """(block size, table length) for each round: one-token blocks, a one-block table, blocks of 9 to 16 and of
+    17 to 64 tokens (vLLM's sizes go to 32; a size the lesson's 16 never shows), and a usual pair, in a random
+    order."""
+    plan = [(1, int(r.integers(1, 5))), (int(r.integers(2, 9)), 1), (int(r.integers(9, 17)), int(r.integers(2, 6))),
+            (int(r.integers(17, 65)), int(r.integers(2, 6))), (int(r.integers(2, 9)), int(r.integers(2, 6)))]
+    return [plan[i] for i in r.permutation(len(plan))]
+
+
+_append_cases(np.random.default_rng(0), hidden=False, bs=4, k=3)
 _check_append(8, [0, 1, 2], {1: 1}, [0, 1], 20, 16)       # the example above
+_check_growth(np.random.default_rng(0), hidden=False)
 ### BEGIN HIDDEN TESTS
 _rng = grading_rng(2)
-for _trial in range(3):
-    _append_cases(_rng, hidden=True)
+for _bs, _k in _append_plan(_rng):
+    _append_cases(_rng, hidden=True, bs=_bs, k=_k)
+_check_growth(_rng, hidden=True)
 ### END HIDDEN TESTS
 
 # %% [markdown]
