@@ -167,11 +167,6 @@ def bench_large(prompt: list[int], trace, num_blocks: int, limits: list[int], re
             "batching": batching}
 
 
-def step_costs(kv: dict) -> dict:
-    """Per generated token, in ms: recomputing the whole sequence (no cache) and one cached step."""
-    return {m: 1e3 * kv["seconds"][m] / kv["new_tokens"] for m in ("none", "contiguous")}
-
-
 def bench_policies(model, trace, num_blocks: int, max_batch: int, scarce_blocks: int, budget: int,
                    whole) -> dict:
     """Chunked prefill with a token budget, and preemption by recompute and by swap in a scarce pool, against
@@ -256,6 +251,7 @@ def main() -> None:
     import torch
 
     from infopt.llm.model import load_model
+    from infopt.llm.readings import per_token_seconds
     from infopt.llm.tokenizer import ByteTokenizer
     from infopt.llm.traces import poisson_trace
     from infopt.runtime.host import machine_summary
@@ -358,7 +354,8 @@ def main() -> None:
         print(f"{title} model, decode step fitted to continuous max_batch {f['batch']}: "
               f"{f['decode_step_s'] * 1e3:.2f} ms + {f['decode_seq_s'] * 1e3:.3f} ms per sequence: the fixed part is "
               f"{f['fixed_share_of_full_step']:.0%} of a full step")
-    tiny_ms, large_ms = step_costs(kv), step_costs(lk)
+    tiny_ms = {m: 1e3 * v for m, v in per_token_seconds(kv).items()}
+    large_ms = {m: 1e3 * v for m, v in per_token_seconds(lk).items()}
     w_ratio = large["weights"] / model.num_parameters()
     print(f"\nper generated token, no cache | cached step: tiny model ({model.num_parameters():,} weights) "
           f"{tiny_ms['none']:.2f} | {tiny_ms['contiguous']:.2f} ms; large model ({large['weights']:,}, {w_ratio:.0f}x "

@@ -64,14 +64,19 @@ def speculation_reading(k: int, cpu_draft_share: float, cpu_speedup: float, gpu_
     return f"{here}; {there}"
 
 
+def per_token_seconds(kv: Mapping[str, Any]) -> dict[str, float]:
+    """Seconds per generated token of a KV-cache benchmark row (benchmarks/llm.py's `kv_cache`): recomputing the
+    whole sequence ("none") and one cached step ("contiguous")."""
+    return {m: kv["seconds"][m] / kv["new_tokens"] for m in ("none", "contiguous")}
+
+
 def model_sizes_reading(bench: Mapping[str, Any]) -> str:
     """What the shipped benchmark (benchmarks/llm.py's JSON) says about the tiny model against the large one: the
     KV cache's speed-up beside what a recomputing and a cached step cost per token, and continuous batching's gain
     beside the fixed part of a fitted decode step."""
     large = bench["large"]
     kv_t, kv_l = bench["kv_cache_speedup_256"], bench["kv_cache_speedup_256_large"]
-    per_tok = {size: {m: kv["seconds"][m] / kv["new_tokens"] for m in ("none", "contiguous")}
-               for size, kv in (("tiny", bench["kv_cache"]), ("large", large["kv_cache"]))}
+    per_tok = {"tiny": per_token_seconds(bench["kv_cache"]), "large": per_token_seconds(large["kv_cache"])}
     weights = large["weights"] / bench["weights"]
     recompute = per_tok["large"]["none"] / per_tok["tiny"]["none"]
     cached = per_tok["large"]["contiguous"] / per_tok["tiny"]["contiguous"]
